@@ -1,0 +1,67 @@
+"""Part 3: a sigmoid written as your own autograd function.
+
+Lecture idea: every autograd operation is a pair of functions, `forward` (compute the
+output, save what the gradient needs) and `backward` (turn d loss / d output into
+d loss / d input). `torch.autograd.Function` lets you write such a pair yourself:
+
+  - `forward(ctx, x)` computes y and calls `ctx.save_for_backward(...)` with the tensors
+    `backward` needs;
+  - `backward(ctx, grad_y)` reads them back from `ctx.saved_tensors` and returns the
+    gradient with respect to x (same shape as x);
+  - call it through `Sigmoid.apply(x)`, never `Sigmoid.forward(...)` directly.
+
+Rules for this file: write the sigmoid yourself. Do not use `torch.sigmoid`,
+`torch.special.expit`, `torch.nn.functional.sigmoid`, `torch.nn.Sigmoid`,
+`Tensor.sigmoid` or `logsigmoid`; the grader checks.
+
+Numerical stability matters: outputs and gradients must stay finite for inputs as large
+as |x| = 1e4 in float32. `1 / (1 + torch.exp(-x))` overflows `exp` for large negative x
+(and the equivalent form with `exp(x)` for large positive x). Hint: only ever
+exponentiate a number <= 0, e.g. `e = exp(-|x|)`, and choose the formula by the sign of x.
+Since sigma'(x) = y * (1 - y), saving the output y is all backward needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+class Sigmoid(torch.autograd.Function):
+    """y = 1 / (1 + exp(-x)) elementwise, with a hand-written backward pass."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        """Return sigmoid(x) (same shape, dtype and device as x); save y for backward."""
+        raise NotImplementedError("Sigmoid.forward: not implemented yet (see its docstring)")
+
+    @staticmethod
+    def backward(ctx: Any, grad_y: torch.Tensor) -> torch.Tensor:
+        """Return grad_x = grad_y * y * (1 - y), using the y saved by forward."""
+        raise NotImplementedError("Sigmoid.backward: not implemented yet (see its docstring)")
+
+
+def sigmoid(x: torch.Tensor) -> torch.Tensor:
+    """Return `Sigmoid.apply(x)`."""
+    raise NotImplementedError("sigmoid: not implemented yet (see its docstring)")
+
+
+def train_sigmoid_net(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    w1: torch.Tensor,
+    w2: torch.Tensor,
+    learning_rate: float = 1e-6,
+    steps: int = 500,
+) -> list[float]:
+    """Train like `train_autograd` (part 2), with the ReLU replaced by your sigmoid.
+
+    Forward pass: `y_pred = sigmoid(x @ w1) @ w2`, `loss = ((y_pred - y) ** 2).sum()`,
+    using the `sigmoid` function above. Everything else is as in part 2: record
+    `loss.item()` before the update, `loss.backward()`, update w1 and w2 in place inside
+    `torch.no_grad()`, zero their gradients.
+
+    Returns the list of `steps` losses.
+    """
+    raise NotImplementedError("train_sigmoid_net: not implemented yet (see its docstring)")
