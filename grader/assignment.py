@@ -1,0 +1,156 @@
+"""Read `assignments/<id>/assignment.toml`: the parts, files, points and limits of an assignment."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 (Gradescope's Ubuntu 22.04 image)
+    import tomli as tomllib
+
+# The course root holds grader/, assignments/ and (for staff) solutions/.
+COURSE_ROOT = Path(__file__).resolve().parent.parent
+ASSIGNMENTS_DIR = COURSE_ROOT / "assignments"
+GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+
+
+@dataclass(frozen=True)
+class Part:
+    id: str
+    file: str
+    points: float
+
+    @property
+    def module(self) -> str:
+        return Path(self.file).stem
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 60.0
+    memory_mb: int = 3072
+    max_processes: int = 64
+    max_file_mb: int = 64
+    max_output_kb: int = 64
+
+
+@dataclass(frozen=True)
+class Assignment:
+    id: str
+    title: str
+    directory: Path
+    parts: tuple[Part, ...]
+    limits: Limits
+    notebook: str | None
+    solutions_dir: Path
+    hidden_visibility: str
+    public_visibility: str
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(part.file for part in self.parts)
+
+    @property
+    def max_score(self) -> float:
+        return sum(part.points for part in self.parts)
+
+    @property
+    def hidden_tests_dir(self) -> Path:
+        return self.solutions_dir / "hidden_tests"
+
+    @property
+    def public_tests_dir(self) -> Path:
+        return self.directory / "public_tests"
+
+    def part(self, part_id: str) -> Part:
+        for part in self.parts:
+            if part.id == part_id:
+                return part
+        raise ConfigError(f"{self.id} has no part {part_id!r}; parts: {self.part_ids()}")
+
+    def part_ids(self) -> str:
+        return ", ".join(part.id for part in self.parts)
+
+
+def available_assignments(root: Path = ASSIGNMENTS_DIR) -> list[str]:
+    return sorted(p.parent.name for p in root.glob("*/assignment.toml"))
+
+
+def load_assignment(name: str | None, *, root: Path = ASSIGNMENTS_DIR) -> Assignment:
+    """Load the named assignment, or the only one when `name` is None."""
+    names = available_assignments(root)
+    if name is None:
+        if len(names) != 1:
+            raise ConfigError(
+                f"{len(names)} assignments found under {root} ({', '.join(names) or 'none'}); "
+                "choose one with -a/--assignment."
+            )
+        name = names[0]
+    if name not in names:
+        raise ConfigError(
+            f"no assignment {name!r} under {root}; available: {', '.join(names) or 'none'}."
+        )
+    return parse_manifest(root / name / "assignment.toml")
+
+
+def parse_manifest(path: Path) -> Assignment:
+    """Parse and validate one manifest, naming the file and key of anything wrong."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read the manifest: {error}") from error
+    meta = _table(data, "assignment", path)
+    parts_data = data.get("parts")
+    if not isinstance(parts_data, list) or not parts_data:
+        raise ConfigError(f"{path}: needs at least one [[parts]] entry.")
+    parts = tuple(_part(entry, path) for entry in parts_data)
+    ids = [p.id for p in parts]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"{path}: part ids must be unique, got {ids}.")
+    limits_data = data.get("limits", {})
+    try:
+        limits = Limits(**limits_data)
+    except TypeError as error:
+        raise ConfigError(f"{path}: [limits]: {error}") from error
+    visibility = data.get("visibility", {})
+    hidden = visibility.get("hidden", "after_published")
+    public = visibility.get("public", "visible")
+    for key, value in (("hidden", hidden), ("public", public)):
+        if value not in GRADESCOPE_VISIBILITIES:
+            raise ConfigError(
+                f"{path}: [visibility] {key} = {value!r}; use one of {GRADESCOPE_VISIBILITIES}."
+            )
+    solutions = meta.get("solutions", f"solutions/{meta.get('id', path.parent.name)}")
+    return Assignment(
+        id=str(meta.get("id", path.parent.name)),
+        title=str(meta.get("title", path.parent.name)),
+        directory=path.parent,
+        parts=parts,
+        limits=limits,
+        notebook=meta.get("notebook"),
+        solutions_dir=(path.parent.parent.parent / solutions).resolve(),
+        hidden_visibility=hidden,
+        public_visibility=public,
+    )
+
+
+def _table(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
+    value = data.get(key)
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: missing the [{key}] table.")
+    return value
+
+
+def _part(entry: Any, path: Path) -> Part:
+    if not isinstance(entry, dict) or not {"id", "file", "points"} <= entry.keys():
+        raise ConfigError(f"{path}: every [[parts]] entry needs id, file and points: {entry!r}.")
+    file = str(entry["file"])
+    if "/" in file or "\\" in file or not file.endswith(".py"):
+        raise ConfigError(f"{path}: part file {file!r} must be a plain .py file name.")
+    return Part(id=str(entry["id"]), file=file, points=float(entry["points"]))

@@ -1,0 +1,100 @@
+"""The command line: parse arguments, call one typed function per command, map errors to exits.
+
+Library code raises GraderError subclasses; this is the one place they become a one-line
+message on stderr and an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from enum import IntEnum
+from pathlib import Path
+
+from rich.console import Console
+
+from grader.assignment import load_assignment
+from grader.errors import ConfigError, GraderError, SubmissionError, UsageError
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seed takes a whole number, got {text!r}") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"--seed must be between 0 and 2**63-1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m grader", description="Autograder for PyTorch assignments.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what the grader does")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    grade = commands.add_parser("grade", help="grade one submission with the hidden tests")
+    grade.add_argument("submission", type=Path, help="a folder, a .zip, or a notebook")
+    grade.add_argument("-a", "--assignment", help="assignment id (optional if only one)")
+    grade.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    grade.add_argument("--seed", type=_seed, help="reproduce an earlier grading run")
+    grade.add_argument("--results", type=Path, help="write Gradescope results.json here")
+    grade.add_argument("--report", type=Path, help="write report.json here")
+    grade.add_argument("--show-passed", action="store_true", help="list passing tests too")
+    return parser
+
+
+def _run_grade(args: argparse.Namespace, console: Console) -> ExitCode:
+    from grader.grade import GradeSettings, grade_command
+    from grader.table import print_result
+
+    assignment = load_assignment(args.assignment)
+    result = grade_command(
+        args.submission,
+        assignment,
+        GradeSettings(device=args.device, seed=args.seed),
+        results_path=args.results,
+        report_path=args.report,
+    )
+    print_result(result, console, show_passed=args.show_passed)
+    return ExitCode.FAILED if result.grader_error else ExitCode.OK
+
+
+RUNNERS = {
+    "grade": _run_grade,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    console = Console(highlight=False)
+    try:
+        args = build_parser().parse_args(argv)
+        logging.basicConfig(
+            level=logging.DEBUG if args.verbose else logging.WARNING,
+            format="%(levelname)s %(name)s: %(message)s",
+        )
+        return int(RUNNERS[args.command](args, console))
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ExitCode.USAGE
+    except ConfigError as error:
+        print(f"configuration error: {error}", file=sys.stderr)
+        return ExitCode.USAGE
+    except SubmissionError as error:
+        print(f"submission error: {error}", file=sys.stderr)
+        return ExitCode.FAILED
+    except GraderError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return ExitCode.FAILED

@@ -1,0 +1,290 @@
+"""Grade one submission: prepare it, run the hidden suites against the sandbox, score."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import platform
+import secrets
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import grader
+from grader.assignment import Assignment
+from grader.errors import ConfigError, SubmissionError, UsageError
+from grader.plugin import GraderPlugin, GradingSession
+from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
+from grader.sandbox import Sandbox, SandboxSettings
+from grader.scoring import score_tests
+from grader.submission import PreparedSubmission, prepare_submission
+
+log = logging.getLogger(__name__)
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class GradeSettings:
+    device: str = "auto"
+    seed: int | None = None
+    # Intra-op threads for both sides; 1 keeps parallel graders from thrashing the cores.
+    threads: int = 1
+    # Extra paths student code must not see (results folders, Gradescope metadata).
+    hide: tuple[Path, ...] = ()
+    keep_jobs: bool = False
+
+
+def resolve_device(requested: str) -> str:
+    if requested not in DEVICES:
+        raise UsageError(f"--device {requested!r}: use one of {', '.join(DEVICES)}.")
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA GPU is visible here; use --device cpu or auto.")
+    return requested
+
+
+def environment(device: str, protections: dict[str, bool]) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "grader": grader.__version__,
+        "platform": platform.platform(),
+        "tf32_matmul": False,
+        "tf32_cudnn": False,
+        "sandbox": protections,
+    }
+    if device == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(0)
+        info["cuda"] = torch.version.cuda
+    return info
+
+
+def configure_trusted_process(threads: int) -> None:
+    """Match the sandbox's numerics: same thread count, TF32 off on both sides."""
+    torch.set_num_threads(threads)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+@contextlib.contextmanager
+def _isolated_pytest_environment() -> Iterator[None]:
+    """No third-party pytest plugins, and no bytecode written into solutions/."""
+    saved_autoload = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    saved_bytecode = sys.dont_write_bytecode
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    sys.dont_write_bytecode = True
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = saved_bytecode
+        if saved_autoload is None:
+            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved_autoload
+
+
+def run_hidden_suite(tests_dir: Path, plugin: GraderPlugin, workdir: Path) -> int:
+    """Run the hidden suite in this (trusted) process with only our plugin's fixtures."""
+    if not tests_dir.is_dir():
+        raise ConfigError(
+            f"hidden tests not found at {tests_dir}: grading needs the private solutions/ "
+            "folder (students: use `python -m grader check`)."
+        )
+    ini = workdir / "pytest.ini"
+    ini.write_text("[pytest]\n", encoding="utf-8")
+    args = [
+        str(tests_dir),
+        "-c", str(ini),
+        "--rootdir", str(tests_dir),
+        "--noconftest",
+        "-p", "no:cacheprovider",
+        "-p", "no:terminal",
+        "-o", "python_files=test_*.py",
+        "-W", "ignore::DeprecationWarning",
+    ]  # fmt: skip
+    with _isolated_pytest_environment():
+        return int(pytest.main(args, plugins=[plugin]))
+
+
+def grade_submission(path: Path, assignment: Assignment, settings: GradeSettings) -> GradingResult:
+    """Grade `path`; always returns a result, with `grader_error` set if the grader failed."""
+    started = time.monotonic()
+    seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
+    device = resolve_device(settings.device)
+    configure_trusted_process(settings.threads)
+    with tempfile.TemporaryDirectory(prefix="grader-") as temporary:
+        workdir = Path(temporary)
+        # Traversable (not listable) so the sandbox user can reach its own job folders.
+        workdir.chmod(0o711)
+        try:
+            submission = prepare_submission(path, assignment, workdir / "submission")
+        except SubmissionError as error:
+            return _unreadable_submission(assignment, str(error), seed, device, started)
+        sandbox_settings = SandboxSettings(
+            limits=assignment.limits,
+            device=device,
+            threads=settings.threads,
+            hide=(assignment.solutions_dir, *settings.hide),
+            keep_jobs=settings.keep_jobs,
+        )
+        sandbox = Sandbox(sandbox_settings, submission.files, workdir / "sandbox")
+        session = GradingSession(assignment, submission, sandbox, seed=seed, device=device)
+        plugin = GraderPlugin(session)
+        grader_error = ""
+        try:
+            with sandbox:
+                exit_code = run_hidden_suite(assignment.hidden_tests_dir, plugin, workdir)
+            if exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+                details = "\n".join(plugin.collection_errors) or f"pytest exit code {exit_code}"
+                grader_error = f"The hidden test suite could not run: {details}"
+        except Exception as error:  # the grader's own failure: keep what we have, say so
+            log.exception("grading failed")
+            grader_error = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
+        protections = sandbox.protections
+    return _assemble(
+        assignment,
+        submission,
+        plugin.records,
+        seed=seed,
+        device=device,
+        started=started,
+        protections=protections,
+        grader_error=grader_error,
+    )
+
+
+def _assemble(
+    assignment: Assignment,
+    submission: PreparedSubmission,
+    records: list[TestResult],
+    *,
+    seed: int,
+    device: str,
+    started: float,
+    protections: dict[str, bool],
+    grader_error: str,
+) -> GradingResult:
+    parts, tests = score_tests(
+        assignment, records, sources=submission.sources, problems=submission.problems
+    )
+    return GradingResult(
+        assignment=assignment.id,
+        score=round(sum(p.score for p in parts), 4),
+        max_score=assignment.max_score,
+        parts=parts,
+        tests=tests,
+        seed=seed,
+        device=device,
+        submission=SubmissionInfo(
+            sha256=submission.sha256,
+            files=tuple(sorted(submission.files)),
+            notes=submission.notes,
+        ),
+        duration_s=round(time.monotonic() - started, 3),
+        environment=environment(device, protections),
+        grader_error=grader_error,
+    )
+
+
+def _unreadable_submission(
+    assignment: Assignment, message: str, seed: int, device: str, started: float
+) -> GradingResult:
+    """A submission we cannot open scores 0 everywhere, with one visible test saying why."""
+    parts = tuple(
+        PartResult(
+            id=p.id, file=p.file, score=0.0, max_score=p.points, source="missing", problem=message
+        )
+        for p in assignment.parts
+    )
+    notice = TestResult(
+        name="Submission could not be read",
+        part=assignment.parts[0].id,
+        outcome="error",
+        weight=0.0,
+        message=message,
+        visibility="visible",
+    )
+    return GradingResult(
+        assignment=assignment.id,
+        score=0.0,
+        max_score=assignment.max_score,
+        parts=parts,
+        tests=(notice,),
+        seed=seed,
+        device=device,
+        submission=SubmissionInfo(sha256="", files=()),
+        duration_s=round(time.monotonic() - started, 3),
+        environment=environment(device, {}),
+    )
+
+
+def crashed_result(
+    assignment: Assignment, message: str, *, seed: int, device: str
+) -> GradingResult:
+    """The result written when grading did not finish (also the provisional results.json)."""
+    parts = tuple(
+        PartResult(id=p.id, file=p.file, score=0.0, max_score=p.points, source="missing")
+        for p in assignment.parts
+    )
+    return GradingResult(
+        assignment=assignment.id,
+        score=0.0,
+        max_score=assignment.max_score,
+        parts=parts,
+        tests=(),
+        seed=seed,
+        device=device,
+        submission=SubmissionInfo(sha256="", files=()),
+        duration_s=0.0,
+        environment={"python": platform.python_version(), "grader": grader.__version__},
+        grader_error=message,
+    )
+
+
+def write_outputs(
+    result: GradingResult, *, results_path: Path | None, report_path: Path | None
+) -> None:
+    from grader.atomic import write_json_atomic
+    from grader.gradescope import results_dict
+    from grader.report import report_dict
+
+    if results_path:
+        write_json_atomic(results_path, results_dict(result))
+    if report_path:
+        write_json_atomic(report_path, report_dict(result))
+
+
+def grade_command(
+    submission: Path,
+    assignment: Assignment,
+    settings: GradeSettings,
+    *,
+    results_path: Path | None,
+    report_path: Path | None,
+) -> GradingResult:
+    """`grade`: a provisional results file first, so even a killed run leaves a valid one."""
+    seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
+    settings = dataclasses.replace(settings, seed=seed)
+    device = resolve_device(settings.device)
+    provisional = crashed_result(
+        assignment,
+        "Grading did not finish (the grader was stopped or ran out of memory).",
+        seed=seed,
+        device=device,
+    )
+    write_outputs(provisional, results_path=results_path, report_path=report_path)
+    result = grade_submission(submission, assignment, settings)
+    write_outputs(result, results_path=results_path, report_path=report_path)
+    return result

@@ -1,0 +1,101 @@
+"""GradingResult -> Gradescope's results.json (their autograder specification)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grader.results import GradingResult, TestResult
+
+# Gradescope cuts a test's output at 100,000 characters; stay well inside it.
+MAX_TEST_OUTPUT = 20_000
+MAX_TOP_OUTPUT = 50_000
+GRADER_ERROR_TEXT = (
+    "The autograder hit a problem of its own while grading this submission, so some tests "
+    "could not run. This is not your fault: course staff have the details. Resubmitting "
+    "may help; if it happens again, please contact the course staff."
+)
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: limit - 60] + f"\n[... {len(text) - limit + 60} characters cut ...]"
+
+
+def _test_output(test: TestResult) -> str:
+    lines = [test.message] if test.message else []
+    if test.outcome == "timeout":
+        lines.insert(0, "Timed out.")
+    if test.output:
+        lines.append(test.output)
+    return _cap("\n\n".join(lines), MAX_TEST_OUTPUT)
+
+
+def _top_output(result: GradingResult) -> str:
+    lines = []
+    if result.grader_error:
+        lines.append(GRADER_ERROR_TEXT)
+    for part in result.parts:
+        where = {"notebook": " (from your notebook)", "missing": " (file missing)"}.get(
+            part.source, ""
+        )
+        lines.append(f"{part.id}: {part.score:g} / {part.max_score:g}{where}")
+        if part.problem:
+            lines.append(f"    {part.problem}")
+    lines.extend(result.submission.notes)
+    skipped = sum(1 for t in result.tests if t.outcome == "skipped")
+    if skipped:
+        lines.append(
+            f"{skipped} test(s) were skipped (they need a GPU; graded on {result.device})."
+        )
+    return _cap("\n".join(lines), MAX_TOP_OUTPUT)
+
+
+def results_dict(result: GradingResult) -> dict[str, Any]:
+    part_numbers = {part.id: index for index, part in enumerate(result.parts, start=1)}
+    counters: dict[str, int] = {}
+    tests: list[dict[str, Any]] = []
+    for test in result.tests:
+        if test.outcome == "skipped":
+            continue
+        counters[test.part] = counters.get(test.part, 0) + 1
+        passed = test.outcome == "passed" and test.score >= test.max_score
+        tests.append(
+            {
+                "name": test.name,
+                "score": test.score,
+                "max_score": test.max_score,
+                "status": "passed" if passed else "failed",
+                "output": _test_output(test),
+                "visibility": test.visibility,
+                "number": f"{part_numbers.get(test.part, 0)}.{counters[test.part]}",
+                "tags": [test.part],
+            }
+        )
+    if result.grader_error:
+        tests.append(
+            {
+                "name": "Autograder problem",
+                "score": 0.0,
+                "max_score": 0.0,
+                "status": "failed",
+                "output": GRADER_ERROR_TEXT,
+                "visibility": "visible",
+                "tags": ["grader_error"],
+            }
+        )
+    return {
+        "score": result.score,
+        "execution_time": round(result.duration_s, 3),
+        "output": _top_output(result),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+        "extra_data": {
+            "seed": result.seed,
+            "device": result.device,
+            "environment": result.environment,
+            "submission_sha256": result.submission.sha256,
+            "grader_error": result.grader_error or None,
+        },
+    }

@@ -1,0 +1,283 @@
+"""The pytest plugin that runs hidden suites on the trusted side.
+
+It provides the fixtures hidden tests use (`compare`, `student`, `reference`, `seed`,
+`device`, `student_source`; see docs/writing-hidden-tests.md), checks the markers at
+collection, and records one `TestResult` per test. Student code only ever runs through
+`GradingSession`, in the sandbox; the reference runs here, concurrently with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import inspect
+import sys
+import types
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader.assignment import Assignment, Part
+from grader.results import Outcome, TestResult
+from grader.sandbox import PendingJob, Sandbox, StudentFailure
+from grader.submission import PreparedSubmission
+
+MARKERS = (
+    "points(n): the weight of this test inside its part",
+    "static_rule: a source rule whose points count only once a functional test passes",
+    "visibility(level): Gradescope visibility overriding the manifest's",
+    "cuda_only: skipped when grading on CPU",
+)
+PART_KEY = pytest.StashKey[Part]()
+# Hidden seeds are derived from the grading seed; public fixtures use seeds below this.
+HIDDEN_SEED_FLOOR = 10_000
+# After this many timeouts in one part, its remaining tests are not run (each would time out).
+TIMEOUTS_PER_PART = 2
+INTERNAL_ERROR_MESSAGE = (
+    "The grader could not finish this test because of an internal problem, not because of "
+    "your code. Course staff can see the details."
+)
+
+Probe = Callable[..., Any]
+
+
+@dataclass
+class GradingSession:
+    """What every test of one grading run shares."""
+
+    assignment: Assignment
+    submission: PreparedSubmission
+    sandbox: Sandbox
+    seed: int
+    device: str
+    _references: dict[str, types.ModuleType] = field(default_factory=dict)
+    _broken: dict[str, StudentFailure] = field(default_factory=dict)
+    _timeouts: dict[str, int] = field(default_factory=dict)
+
+    def reference(self, part: Part) -> types.ModuleType:
+        """The reference module of `part`, imported once, under a name no student file can take."""
+        if part.id not in self._references:
+            path = self.assignment.solutions_dir / part.file
+            name = f"_reference_{self.assignment.id}_{part.module}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise FileNotFoundError(f"reference solution {path} is missing")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self._references[part.id] = module
+        return self._references[part.id]
+
+    def source(self, part: Part) -> str:
+        self._refuse_if_unrunnable(part)
+        return self.submission.files[part.file].read_text(encoding="utf-8")
+
+    def start(self, part: Part, probe: Probe, kwargs: dict[str, Any]) -> PendingJob:
+        self._refuse_if_unrunnable(part)
+        probe_file, name = _probe_location(probe)
+        return self.sandbox.submit(
+            module=part.module, probe_file=probe_file, probe=name, kwargs=kwargs
+        )
+
+    def finish(self, part: Part, job: PendingJob) -> Any:
+        try:
+            return self.sandbox.result(job)
+        except StudentFailure as failure:
+            if failure.at_import:
+                self._broken[part.id] = failure
+            if failure.outcome == "timeout":
+                self._timeouts[part.id] = self._timeouts.get(part.id, 0) + 1
+            raise
+
+    def _refuse_if_unrunnable(self, part: Part) -> None:
+        if part.file not in self.submission.files:
+            problem = self.submission.problems.get(part.id)
+            raise StudentFailure(
+                "error",
+                problem or f"{part.file} is missing from your submission, so this part scores 0.",
+            )
+        if part.id in self.submission.problems:
+            raise StudentFailure("error", self.submission.problems[part.id])
+        if part.id in self._broken:
+            first = self._broken[part.id]
+            raise StudentFailure(
+                first.outcome,
+                f"{first.message} (Same problem as in an earlier test of this part, so this "
+                "test was not run.)",
+                at_import=True,
+            )
+        if self._timeouts.get(part.id, 0) >= TIMEOUTS_PER_PART:
+            raise StudentFailure(
+                "timeout",
+                f"Not run: {TIMEOUTS_PER_PART} earlier tests of this part ran out of time. Fix "
+                "the slow or endless code first.",
+            )
+
+
+def _probe_location(probe: Probe) -> tuple[Path, str]:
+    """Where the sandbox can find `probe`: it must be a top-level function of its module."""
+    module = sys.modules.get(probe.__module__)
+    source_file = inspect.getsourcefile(probe)
+    if module is None or source_file is None or getattr(module, probe.__name__, None) is not probe:
+        raise TypeError(f"probe {probe!r} must be a top-level function of a probes module")
+    return Path(source_file), probe.__name__
+
+
+def hidden_seed(grading_seed: int, test_id: str) -> int:
+    """A seed per test and grading run, never in the public fixtures' range."""
+    digest = hashlib.sha256(f"{grading_seed}:{test_id}".encode()).digest()
+    return HIDDEN_SEED_FLOOR + int.from_bytes(digest[:4], "big") % (2**31 - HIDDEN_SEED_FLOOR)
+
+
+def test_name(item: pytest.Item) -> str:
+    """The docstring's first line (what students read), plus the parameter id."""
+    function = getattr(item, "function", None)
+    doc = inspect.getdoc(function) if function else None
+    title = doc.splitlines()[0].strip() if doc else item.name.split("[")[0]
+    callspec = getattr(item, "callspec", None)
+    return f"{title} [{callspec.id}]" if callspec else title
+
+
+def _student_facing_assertion(error: BaseException) -> str:
+    text = str(error)
+    # pytest appends its own `assert ...` introspection; the message above it is ours.
+    head, separator, _ = text.partition("\nassert ")
+    return (head if separator else text).strip() or "The result differs from the reference."
+
+
+class GraderPlugin:
+    """Registered into the hidden-suite pytest run by grader/grade.py."""
+
+    def __init__(self, session: GradingSession) -> None:
+        self.session = session
+        self.records: list[TestResult] = []
+        self.collection_errors: list[str] = []
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        for line in MARKERS:
+            config.addinivalue_line("markers", line)
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        parts = {part.id: part for part in self.session.assignment.parts}
+        for item in items:
+            module_name = Path(str(item.fspath)).stem
+            part_id = module_name.removeprefix("test_")
+            if part_id not in parts:
+                self.collection_errors.append(
+                    f"{item.nodeid}: {module_name}.py does not name a part "
+                    f"({self.session.assignment.part_ids()})"
+                )
+                continue
+            item.stash[PART_KEY] = parts[part_id]
+            marker = item.get_closest_marker("points")
+            if marker is None or not marker.args or not isinstance(marker.args[0], int | float):
+                self.collection_errors.append(f"{item.nodeid}: needs @pytest.mark.points(n)")
+            if item.get_closest_marker("cuda_only") and self.session.device != "cuda":
+                item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; graded on CPU"))
+        if self.collection_errors:
+            raise pytest.UsageError("\n".join(self.collection_errors))
+
+    # -- fixtures ---------------------------------------------------------------------------
+
+    @pytest.fixture
+    def seed(self, request: pytest.FixtureRequest) -> int:
+        return hidden_seed(self.session.seed, request.node.nodeid)
+
+    @pytest.fixture
+    def device(self) -> str:
+        return self.session.device
+
+    @pytest.fixture
+    def student_source(self, request: pytest.FixtureRequest) -> str:
+        return self.session.source(request.node.stash[PART_KEY])
+
+    @pytest.fixture
+    def compare(self, request: pytest.FixtureRequest) -> Callable[..., tuple[Any, Any]]:
+        part = request.node.stash[PART_KEY]
+        session = self.session
+
+        def run(probe: Probe, /, **kwargs: Any) -> tuple[Any, Any]:
+            job = session.start(part, probe, kwargs)
+            try:
+                # The reference runs here while the student's child runs on the other core.
+                want = probe(session.reference(part), **kwargs)
+            except BaseException:
+                with contextlib.suppress(StudentFailure):
+                    session.finish(part, job)
+                raise
+            return session.finish(part, job), want
+
+        return run
+
+    @pytest.fixture
+    def student(self, request: pytest.FixtureRequest) -> Callable[..., Any]:
+        part = request.node.stash[PART_KEY]
+        session = self.session
+
+        def run(probe: Probe, /, **kwargs: Any) -> Any:
+            return session.finish(part, session.start(part, probe, kwargs))
+
+        return run
+
+    @pytest.fixture
+    def reference(self, request: pytest.FixtureRequest) -> Callable[..., Any]:
+        part = request.node.stash[PART_KEY]
+        session = self.session
+
+        def run(probe: Probe, /, **kwargs: Any) -> Any:
+            return probe(session.reference(part), **kwargs)
+
+        return run
+
+    # -- reporting --------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if PART_KEY in item.stash and (
+            call.when == "call" or (call.when == "setup" and not report.passed)
+        ):
+            self.records.append(self._record(item, call, report))
+        return report
+
+    def _record(
+        self, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
+    ) -> TestResult:
+        part = item.stash[PART_KEY]
+        points = item.get_closest_marker("points")
+        visibility = item.get_closest_marker("visibility")
+        outcome: Outcome = "passed"
+        message = detail = output = ""
+        if report.skipped:
+            outcome = "skipped"
+            longrepr = report.longrepr
+            message = str(longrepr[2]) if isinstance(longrepr, tuple) else "skipped"
+        elif report.failed and call.excinfo is not None:
+            error = call.excinfo.value
+            if isinstance(error, StudentFailure):
+                outcome = "timeout" if error.outcome == "timeout" else "error"
+                message, detail, output = error.message, error.detail, error.output.for_feedback()
+            elif isinstance(error, AssertionError):
+                outcome, message = "failed", _student_facing_assertion(error)
+            else:
+                outcome, message = "error", INTERNAL_ERROR_MESSAGE
+                detail = report.longreprtext
+        return TestResult(
+            name=test_name(item),
+            part=part.id,
+            outcome=outcome,
+            weight=float(points.args[0]) if points else 0.0,
+            message=message,
+            duration_s=round(report.duration, 4),
+            visibility=(
+                str(visibility.args[0]) if visibility else self.session.assignment.hidden_visibility
+            ),
+            static_rule=item.get_closest_marker("static_rule") is not None,
+            detail=detail,
+            output=output,
+        )

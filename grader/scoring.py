@@ -1,0 +1,62 @@
+"""Turn raw test outcomes into points: every part scores out of its manifest points."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from grader.assignment import Assignment
+from grader.results import PartResult, TestResult
+
+STATIC_RULE_NOTE = (
+    "(Points for this rule count once at least one functional test of this part passes.)"
+)
+
+
+def score_tests(
+    assignment: Assignment,
+    tests: Iterable[TestResult],
+    *,
+    sources: dict[str, str],
+    problems: dict[str, str],
+) -> tuple[tuple[PartResult, ...], tuple[TestResult, ...]]:
+    """Share each part's points among its tests by weight; skipped tests carry no weight.
+
+    A static rule never earns points on its own: it counts only when a functional test of
+    the same part passed, so an untouched stub scores exactly 0.
+    """
+    by_part: dict[str, list[TestResult]] = {part.id: [] for part in assignment.parts}
+    for test in tests:
+        by_part[test.part].append(test)
+    parts: list[PartResult] = []
+    scored: list[TestResult] = []
+    for part in assignment.parts:
+        part_tests = by_part[part.id]
+        functional_passed = any(t.outcome == "passed" and not t.static_rule for t in part_tests)
+        total_weight = sum(t.weight for t in part_tests if t.outcome != "skipped")
+        part_score = 0.0
+        for test in part_tests:
+            if test.outcome == "skipped" or total_weight <= 0:
+                scored.append(dataclasses.replace(test, score=0.0, max_score=0.0))
+                continue
+            max_score = round(part.points * test.weight / total_weight, 6)
+            earned = test.outcome == "passed" and (functional_passed or not test.static_rule)
+            message = test.message
+            if test.static_rule and test.outcome == "passed" and not earned:
+                message = f"{message}\n{STATIC_RULE_NOTE}".strip()
+            score = max_score if earned else 0.0
+            part_score += score
+            scored.append(
+                dataclasses.replace(test, score=score, max_score=max_score, message=message)
+            )
+        parts.append(
+            PartResult(
+                id=part.id,
+                file=part.file,
+                score=round(part_score, 4),
+                max_score=part.points,
+                source=sources.get(part.id, "missing"),
+                problem=problems.get(part.id, ""),
+            )
+        )
+    return tuple(parts), tuple(scored)

@@ -1,0 +1,251 @@
+"""Turn what a student uploaded (a folder, a .zip, a notebook) into a clean folder of known files.
+
+Only the assignment's own file names are ever taken; everything else (a conftest.py, a
+torch.py, __MACOSX junk) is left behind and listed in the notes. Archives are never
+extracted wholesale: each wanted member is read by name with a size cap, so zip slip,
+links and zip bombs have nothing to act on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from grader.assignment import Assignment
+from grader.errors import SubmissionError
+
+MAX_SOURCE_BYTES = 1024 * 1024
+MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
+MAX_ARCHIVE_MEMBERS = 10_000
+MAX_WALK_ENTRIES = 20_000
+JUNK_DIRS = {
+    "__MACOSX",
+    "__pycache__",
+    ".git",
+    ".ipynb_checkpoints",
+    ".venv",
+    "venv",
+    "node_modules",
+}
+
+
+@dataclass(frozen=True)
+class PreparedSubmission:
+    directory: Path
+    # Known file name -> its clean copy in `directory` (only files that were found and readable).
+    files: dict[str, Path]
+    # Part id -> "file", "notebook" or "missing".
+    sources: dict[str, str]
+    # Part id -> why the part cannot run at all (syntax error, not text, too large), for students.
+    problems: dict[str, str]
+    sha256: str
+    notes: tuple[str, ...] = field(default=())
+
+
+@dataclass
+class _Found:
+    """Raw bytes of the wanted files, wherever they came from."""
+
+    sources: dict[str, bytes] = field(default_factory=dict)
+    notebook: bytes | None = None
+    oversized: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def prepare_submission(path: Path, assignment: Assignment, dest: Path) -> PreparedSubmission:
+    """Collect the assignment's files from `path` into `dest`; raise SubmissionError if unusable."""
+    if not path.exists():
+        raise SubmissionError(f"{path} does not exist; pass a folder, a .zip or a notebook.")
+    wanted = set(assignment.files)
+    if path.is_dir():
+        found = _from_folder(path, wanted, assignment.notebook)
+    elif path.suffix.lower() == ".zip":
+        found = _from_zip(path, wanted, assignment.notebook)
+    elif path.suffix.lower() == ".ipynb":
+        found = _Found(notebook=_read_capped_file(path, MAX_NOTEBOOK_BYTES))
+    elif path.name in wanted:
+        found = _from_folder(path.parent, {path.name}, None)
+    else:
+        raise SubmissionError(
+            f"{path.name}: cannot grade this kind of file; pass a folder, a .zip, or a notebook."
+        )
+    return _materialise(found, assignment, dest)
+
+
+def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedSubmission:
+    dest.mkdir(parents=True, exist_ok=True)
+    notes = list(found.notes)
+    raw = dict(found.sources)
+    sources = {part.id: "file" for part in assignment.parts if part.file in raw}
+    if found.notebook is not None:
+        from grader.notebook import merge_notebook_parts
+
+        merged = merge_notebook_parts(found.notebook, assignment, raw)
+        raw = merged.sources
+        sources.update(merged.origin)
+        notes.extend(merged.notes)
+    files: dict[str, Path] = {}
+    problems: dict[str, str] = {}
+    digest = hashlib.sha256()
+    for part in assignment.parts:
+        if part.file in found.oversized:
+            problems[part.id] = (
+                f"{part.file} is {found.oversized[part.file] / 1024:.0f} KiB, over the "
+                f"{MAX_SOURCE_BYTES // 1024} KiB limit for a source file."
+            )
+            sources[part.id] = "file"
+            continue
+        if part.file not in raw:
+            sources[part.id] = "missing"
+            continue
+        data = raw[part.file]
+        digest.update(part.file.encode() + b"\0" + data + b"\0")
+        text, problem = _decode_source(part.file, data)
+        if problem:
+            problems[part.id] = problem
+            continue
+        target = dest / part.file
+        target.write_text(text, encoding="utf-8")
+        files[part.file] = target
+        syntax = _syntax_problem(part.file, text)
+        if syntax:
+            problems[part.id] = syntax
+    return PreparedSubmission(
+        directory=dest,
+        files=files,
+        sources=sources,
+        problems=problems,
+        sha256=digest.hexdigest(),
+        notes=tuple(notes),
+    )
+
+
+def _decode_source(name: str, data: bytes) -> tuple[str, str]:
+    """Source text with BOM and CRLF normalised, or a message saying why it is not usable."""
+    if b"\0" in data:
+        return "", f"{name} is not a text file (it contains NUL bytes); submit the .py source."
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        return "", (
+            f"{name} is not valid UTF-8 (byte {error.start}); save it as UTF-8 in your editor."
+        )
+    return text.replace("\r\n", "\n").replace("\r", "\n"), ""
+
+
+def _syntax_problem(name: str, text: str) -> str:
+    """Compile without running: a syntax error is reported once, not once per test."""
+    try:
+        compile(text, name, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return f"{name} has a syntax error on line {error.lineno}: {error.msg}."
+    except (ValueError, MemoryError, RecursionError) as error:
+        return f"{name} cannot be compiled: {type(error).__name__}."
+    return ""
+
+
+def _read_capped_file(path: Path, cap: int) -> bytes:
+    with path.open("rb") as handle:
+        data = handle.read(cap + 1)
+    if len(data) > cap:
+        raise SubmissionError(f"{path.name} is larger than {cap >> 20} MiB; it cannot be graded.")
+    return data
+
+
+def _from_folder(root: Path, wanted: set[str], notebook: str | None) -> _Found:
+    found = _Found()
+    candidates: dict[str, list[Path]] = {}
+    entries = 0
+    for current, dirs, names in os.walk(root, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in JUNK_DIRS and not d.startswith("."))
+        for name in sorted(names):
+            entries += 1
+            if entries > MAX_WALK_ENTRIES:
+                found.notes.append(
+                    f"Stopped looking after {MAX_WALK_ENTRIES} files; submit only your own files."
+                )
+                return _pick(found, candidates, root)
+            if name in wanted or name == notebook:
+                candidates.setdefault(name, []).append(Path(current) / name)
+    return _pick(found, candidates, root)
+
+
+def _pick(found: _Found, candidates: dict[str, list[Path]], root: Path) -> _Found:
+    for name, paths in candidates.items():
+        paths.sort(key=lambda p: (len(p.relative_to(root).parts), str(p)))
+        chosen = paths[0]
+        if len(paths) > 1:
+            found.notes.append(
+                f"{len(paths)} copies of {name} found; graded {chosen.relative_to(root)}."
+            )
+        if chosen.is_symlink():
+            found.notes.append(f"Ignored {chosen.relative_to(root)}: links are not followed.")
+            continue
+        size = chosen.stat().st_size
+        if name.endswith(".ipynb"):
+            found.notebook = _read_capped_file(chosen, MAX_NOTEBOOK_BYTES)
+        elif size > MAX_SOURCE_BYTES:
+            found.oversized[name] = size
+        else:
+            found.sources[name] = chosen.read_bytes()
+    return found
+
+
+def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
+    found = _Found()
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as error:
+        raise SubmissionError(f"{path.name} is not a readable zip file ({error}).") from error
+    with archive:
+        members = archive.infolist()
+        if len(members) > MAX_ARCHIVE_MEMBERS:
+            raise SubmissionError(
+                f"{path.name} holds {len(members)} entries (limit {MAX_ARCHIVE_MEMBERS}); "
+                "zip only your assignment files."
+            )
+        candidates: dict[str, list[zipfile.ZipInfo]] = {}
+        for member in members:
+            if member.is_dir():
+                continue
+            name = member.filename.replace("\\", "/")
+            parts = PurePosixPath(name).parts
+            if name.startswith("/") or ".." in parts or (parts and ":" in parts[0]):
+                found.notes.append(f"Refused unsafe archive entry {name!r}.")
+                continue
+            if stat.S_ISLNK(member.external_attr >> 16):
+                found.notes.append(f"Refused link {name!r} in the archive.")
+                continue
+            if any(p in JUNK_DIRS or p.startswith(".") for p in parts[:-1]):
+                continue
+            base = parts[-1]
+            if base in wanted or base == notebook:
+                candidates.setdefault(base, []).append(member)
+        for base, options in candidates.items():
+            options.sort(key=lambda m: (m.filename.count("/"), m.filename))
+            member = options[0]
+            if len(options) > 1:
+                found.notes.append(
+                    f"{len(options)} copies of {base} found; graded {member.filename}."
+                )
+            cap = MAX_NOTEBOOK_BYTES if base.endswith(".ipynb") else MAX_SOURCE_BYTES
+            try:
+                with archive.open(member) as handle:
+                    data = handle.read(cap + 1)
+            except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError) as error:
+                found.notes.append(f"Could not read {member.filename} from the archive: {error}.")
+                continue
+            if len(data) > cap:
+                if base.endswith(".ipynb"):
+                    found.notes.append(f"Ignored {base}: larger than {cap >> 20} MiB.")
+                else:
+                    found.oversized[base] = member.file_size
+            elif base.endswith(".ipynb"):
+                found.notebook = data
+            else:
+                found.sources[base] = data
+    return found

@@ -1,0 +1,83 @@
+"""Shared fixtures for the grader's own tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+COURSE_ROOT = Path(__file__).resolve().parent.parent
+ASSIGNMENT_DIR = COURSE_ROOT / "assignments" / "pytorch_basics"
+SOLUTIONS_DIR = COURSE_ROOT / "solutions" / "pytorch_basics"
+PART_FILES = (
+    "manual_backprop.py",
+    "autograd_loop.py",
+    "custom_sigmoid.py",
+    "two_layer_net.py",
+    "dataloader_training.py",
+    "device_benchmark.py",
+)
+
+
+def run_grader_cli(
+    *args: str | Path, cwd: Path = COURSE_ROOT, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m grader ...` as a user would, from `cwd`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env["PYTHONPATH"] = str(COURSE_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "grader", *map(str, args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def grader_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    return run_grader_cli
+
+
+@pytest.fixture
+def reference_copy(tmp_path: Path) -> Path:
+    """A fresh copy of the reference solution's part files, as a student folder."""
+    folder = tmp_path / "reference-submission"
+    folder.mkdir()
+    for name in PART_FILES:
+        shutil.copy(SOLUTIONS_DIR / name, folder / name)
+    return folder
+
+
+@pytest.fixture
+def stub_copy(tmp_path: Path) -> Path:
+    """A fresh copy of the untouched stubs, as a student folder."""
+    folder = tmp_path / "stub-submission"
+    folder.mkdir()
+    for name in PART_FILES:
+        shutil.copy(ASSIGNMENT_DIR / name, folder / name)
+    return folder
+
+
+def grade_to_report(
+    submission: Path, tmp_path: Path, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, Any]]:
+    """Grade through the CLI; return the process, report.json and results.json."""
+    report, results = tmp_path / "report.json", tmp_path / "results.json"
+    process = run_grader_cli(
+        "grade", submission, "--seed", "12345", "--report", report, "--results", results, *extra
+    )
+    return process, json.loads(report.read_text()), json.loads(results.read_text())
+
+
+def part_scores(report: dict[str, Any]) -> dict[str, float]:
+    return {part: entry["score"] for part, entry in report["parts"].items()}
