@@ -32,7 +32,10 @@ from grader.errors import ConfigError
 log = logging.getLogger(__name__)
 
 SERVER_SCRIPT = Path(__file__).with_name("sandbox_server.py")
-SANDBOX_USERS = ("grader-sandbox", "nobody")
+# Student code runs as a uid from this range, unique per live sandbox (kept below 65536 so it
+# also works inside user-namespaced containers, which often map only that many ids).
+SANDBOX_UID_BASE = 40_000
+SANDBOX_UID_SPAN = 20_000
 MAX_RESULT_BYTES = 256 * 1024 * 1024
 MAX_ERROR_BYTES = 64 * 1024
 SERVER_START_TIMEOUT_S = 180.0
@@ -46,8 +49,6 @@ class SandboxSettings:
     threads: int = 1
     # Paths student code must not see (solutions, results, Gradescope metadata).
     hide: tuple[Path, ...] = ()
-    # When running as root, student code runs as the first of these users that exists.
-    users: tuple[str, ...] = SANDBOX_USERS
     keep_jobs: bool = False
 
 
@@ -97,17 +98,26 @@ class PendingJob:
     started: float = field(default_factory=time.monotonic)
 
 
-def _sandbox_identity(users: tuple[str, ...]) -> tuple[int, int] | None:
-    """The (uid, gid) student code runs as, or None when we cannot switch users."""
+def _sandbox_identity() -> tuple[int, int] | None:
+    """The (uid, gid) this sandbox's student code runs as, or None when we cannot switch users.
+
+    Each sandbox gets a uid of its own, unused by any account: the sweep that kills every
+    process of that uid then cannot touch another grader's jobs on the same machine (batch
+    workers, parallel test runs). A uid needs no passwd entry to be switched to.
+    """
     if os.geteuid() != 0:
         return None
-    for name in users:
+    for attempt in range(SANDBOX_UID_SPAN):
+        uid = SANDBOX_UID_BASE + (os.getpid() + attempt) % SANDBOX_UID_SPAN
         try:
-            entry = pwd.getpwnam(name)
+            pwd.getpwuid(uid)
         except KeyError:
-            continue
-        return entry.pw_uid, entry.pw_gid
-    log.warning("running as root but none of the users %s exists", ", ".join(users))
+            return uid, uid
+    log.warning(
+        "no free uid in %d..%d for the sandbox",
+        SANDBOX_UID_BASE,
+        SANDBOX_UID_BASE + SANDBOX_UID_SPAN,
+    )
     return None
 
 
@@ -186,7 +196,7 @@ class Sandbox:
         self.settings = settings
         self.submission_files = dict(submission_files)
         self.workdir = workdir
-        self.identity = _sandbox_identity(settings.users)
+        self.identity = _sandbox_identity()
         self.protections: dict[str, bool] = {}
         self._process: subprocess.Popen[bytes] | None = None
         self._buffer = b""
