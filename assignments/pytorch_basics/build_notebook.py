@@ -65,7 +65,7 @@ def plot_losses(losses, title):
     \"\"\"Plot a training curve on a log scale.\"\"\"
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3))
+    _, ax = plt.subplots(figsize=(5, 3))
     ax.plot(losses)
     ax.set_yscale("log")
     ax.set_xlabel("step")
@@ -78,7 +78,7 @@ def plot_tflops(sizes, tflops_by_device):
     \"\"\"Plot achieved TFLOP/s against matrix size, one line per device.\"\"\"
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3))
+    _, ax = plt.subplots(figsize=(5, 3))
     for device_name, tflops in tflops_by_device.items():
         ax.plot(sizes, tflops, "o-", label=device_name)
     ax.set_xscale("log", base=2)
@@ -222,7 +222,7 @@ else:
     print("No CUDA device here: showing the CPU only.")
 
 for device_name, tflops in tflops_by_device.items():
-    for n, value in zip(sizes, tflops):
+    for n, value in zip(sizes, tflops, strict=True):
         print(f"{device_name}: n = {n:5d}   {value:8.3f} TFLOP/s")
 plot_tflops(sizes, tflops_by_device)""",
         ],
