@@ -118,8 +118,27 @@ def run_hidden_suite(tests_dir: Path, plugin: GraderPlugin, workdir: Path) -> in
         return int(pytest.main(args, plugins=[plugin]))
 
 
-def grade_submission(path: Path, assignment: Assignment, settings: GradeSettings) -> GradingResult:
-    """Grade `path`; always returns a result, with `grader_error` set if the grader failed."""
+def sandbox_settings(
+    assignment: Assignment, settings: GradeSettings, device: str
+) -> SandboxSettings:
+    return SandboxSettings(
+        limits=assignment.limits,
+        device=device,
+        threads=settings.threads,
+        hide=(assignment.solutions_dir, *settings.hide),
+        keep_jobs=settings.keep_jobs,
+    )
+
+
+def grade_submission(
+    path: Path, assignment: Assignment, settings: GradeSettings, *, sandbox: Sandbox | None = None
+) -> GradingResult:
+    """Grade `path`; always returns a result, with `grader_error` set if the grader failed.
+
+    A started `sandbox` built from `sandbox_settings(...)` is reused and left running (batch
+    workers grade many submissions with one warm fork server); without one, a fresh one is
+    started and closed here.
+    """
     started = time.monotonic()
     seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
     device = resolve_device(settings.device)
@@ -132,19 +151,20 @@ def grade_submission(path: Path, assignment: Assignment, settings: GradeSettings
             submission = prepare_submission(path, assignment, workdir / "submission")
         except SubmissionError as error:
             return _unreadable_submission(assignment, str(error), seed, device, started)
-        sandbox_settings = SandboxSettings(
-            limits=assignment.limits,
-            device=device,
-            threads=settings.threads,
-            hide=(assignment.solutions_dir, *settings.hide),
-            keep_jobs=settings.keep_jobs,
-        )
-        sandbox = Sandbox(sandbox_settings, submission.files, workdir / "sandbox")
+        owned = sandbox is None
+        if sandbox is None:
+            sandbox = Sandbox(
+                sandbox_settings(assignment, settings, device),
+                submission.files,
+                workdir / "sandbox",
+            )
+        else:
+            sandbox.use_submission(submission.files)
         session = GradingSession(assignment, submission, sandbox, seed=seed, device=device)
         plugin = GraderPlugin(session)
         grader_error = ""
         try:
-            with sandbox:
+            with sandbox if owned else contextlib.nullcontext(sandbox):
                 exit_code = run_hidden_suite(assignment.hidden_tests_dir, plugin, workdir)
             if exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
                 details = "\n".join(plugin.collection_errors) or f"pytest exit code {exit_code}"
@@ -181,7 +201,7 @@ def _assemble(
     )
     return GradingResult(
         assignment=assignment.id,
-        score=round(sum(p.score for p in parts), 4),
+        score=round(sum(p.score for p in parts), 6),
         max_score=assignment.max_score,
         parts=parts,
         tests=tests,

@@ -132,7 +132,7 @@ def hidden_seed(grading_seed: int, test_id: str) -> int:
     return HIDDEN_SEED_FLOOR + int.from_bytes(digest[:4], "big") % (2**31 - HIDDEN_SEED_FLOOR)
 
 
-def test_name(item: pytest.Item) -> str:
+def display_name(item: pytest.Item) -> str:
     """The docstring's first line (what students read), plus the parameter id."""
     function = getattr(item, "function", None)
     doc = inspect.getdoc(function) if function else None
@@ -268,7 +268,7 @@ class GraderPlugin:
                 outcome, message = "error", INTERNAL_ERROR_MESSAGE
                 detail = report.longreprtext
         return TestResult(
-            name=test_name(item),
+            name=display_name(item),
             part=part.id,
             outcome=outcome,
             weight=float(points.args[0]) if points else 0.0,

@@ -12,6 +12,8 @@ Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]
 class TestResult:
     """One test. `weight` is its share inside its part; `score`/`max_score` are in points."""
 
+    __test__ = False  # a result, not a pytest test class
+
     name: str
     part: str
     outcome: Outcome

@@ -53,7 +53,7 @@ def score_tests(
             PartResult(
                 id=part.id,
                 file=part.file,
-                score=round(part_score, 4),
+                score=round(part_score, 6),
                 max_score=part.points,
                 source=sources.get(part.id, "missing"),
                 problem=problems.get(part.id, ""),

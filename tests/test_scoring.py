@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import pytest
+
+from grader.assignment import load_assignment
+from grader.results import TestResult
+from grader.scoring import STATIC_RULE_NOTE, score_tests
+
+ASSIGNMENT = load_assignment("pytorch_basics")
+
+
+def result(part: str, outcome: str, weight: float = 1.0, *, static: bool = False) -> TestResult:
+    return TestResult(
+        name=f"{part}-{outcome}",
+        part=part,
+        outcome=outcome,
+        weight=weight,
+        static_rule=static,  # type: ignore[arg-type]
+    )
+
+
+def scores(tests: list[TestResult]) -> dict[str, float]:
+    parts, _ = score_tests(ASSIGNMENT, tests, sources={}, problems={})
+    return {p.id: p.score for p in parts}
+
+
+def test_weights_are_normalised_to_the_manifest_points() -> None:
+    tests = [result("manual_backprop", "passed", 1), result("manual_backprop", "failed", 3)]
+    assert scores(tests)["manual_backprop"] == pytest.approx(5.0)  # 1/4 of 20
+
+
+def test_every_part_is_listed_and_parts_without_tests_score_zero() -> None:
+    parts, _ = score_tests(ASSIGNMENT, [], sources={}, problems={})
+    assert [p.id for p in parts] == [p.id for p in ASSIGNMENT.parts]
+    assert all(p.score == 0 and p.source == "missing" for p in parts)
+
+
+def test_static_rule_alone_earns_nothing() -> None:
+    tests = [
+        result("manual_backprop", "passed", 2, static=True),
+        result("manual_backprop", "error", 18),
+    ]
+    parts, scored = score_tests(ASSIGNMENT, tests, sources={}, problems={})
+    assert parts[0].score == 0
+    assert STATIC_RULE_NOTE in scored[0].message
+
+
+def test_static_rule_counts_once_a_functional_test_passes() -> None:
+    tests = [
+        result("manual_backprop", "passed", 2, static=True),
+        result("manual_backprop", "passed", 9),
+        result("manual_backprop", "failed", 9),
+    ]
+    assert scores(tests)["manual_backprop"] == pytest.approx(11.0)
+
+
+def test_skipped_tests_carry_no_weight() -> None:
+    tests = [result("device_benchmark", "passed", 4), result("device_benchmark", "skipped", 6)]
+    parts, scored = score_tests(ASSIGNMENT, tests, sources={}, problems={})
+    assert parts[-1].score == pytest.approx(10.0)
+    assert scored[1].max_score == 0
+
+
+def test_a_failure_in_one_part_costs_nothing_elsewhere() -> None:
+    tests = [result("autograd_loop", "timeout"), result("two_layer_net", "passed")]
+    got = scores(tests)
+    assert got["autograd_loop"] == 0 and got["two_layer_net"] == 20
+
+
+def test_test_scores_add_up_to_part_scores() -> None:
+    tests = [
+        result("custom_sigmoid", o, w) for o, w in [("passed", 3), ("passed", 1), ("failed", 3)]
+    ]
+    parts, scored = score_tests(ASSIGNMENT, tests, sources={}, problems={})
+    assert sum(t.score for t in scored) == pytest.approx(parts[2].score)
+    assert sum(t.max_score for t in scored) == pytest.approx(20.0)
