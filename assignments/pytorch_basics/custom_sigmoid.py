@@ -23,8 +23,6 @@ Since sigma'(x) = y * (1 - y), saving the output y is all backward needs.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 
@@ -32,12 +30,12 @@ class Sigmoid(torch.autograd.Function):
     """y = 1 / (1 + exp(-x)) elementwise, with a hand-written backward pass."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: torch.Tensor) -> torch.Tensor:
         """Return sigmoid(x) (same shape, dtype and device as x); save y for backward."""
         raise NotImplementedError("Sigmoid.forward: not implemented yet (see its docstring)")
 
     @staticmethod
-    def backward(ctx: Any, grad_y: torch.Tensor) -> torch.Tensor:
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad_y: torch.Tensor) -> torch.Tensor:
         """Return grad_x = grad_y * y * (1 - y), using the y saved by forward."""
         raise NotImplementedError("Sigmoid.backward: not implemented yet (see its docstring)")
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 
@@ -11,7 +9,7 @@ class Sigmoid(torch.autograd.Function):
     """y = 1 / (1 + exp(-x)), with a hand-written backward pass."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: torch.Tensor) -> torch.Tensor:
         # exp(-x) overflows to inf for large negative x (and exp(x) for large positive
         # x), so only ever exponentiate a non-positive number: e lies in (0, 1].
         e = torch.exp(-x.abs())
@@ -23,7 +21,7 @@ class Sigmoid(torch.autograd.Function):
         return y
 
     @staticmethod
-    def backward(ctx: Any, grad_y: torch.Tensor) -> torch.Tensor:
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad_y: torch.Tensor) -> torch.Tensor:
         (y,) = ctx.saved_tensors
         # Chain rule: upstream gradient times the local derivative.
         return grad_y * y * (1.0 - y)
