@@ -141,6 +141,22 @@ def display_name(item: pytest.Item) -> str:
     return f"{title} [{callspec.id}]" if callspec else title
 
 
+def device_hint(message: str, device: str) -> str:
+    """A hint for the usual device mistakes, judged from the error text of the student's code."""
+    if "same device" in message or ("cuda" in message.lower() and "cpu" in message.lower()):
+        return (
+            "Hint: some of your tensors are on a different device than the inputs. Create new "
+            "tensors with device=x.device (or torch.zeros_like(x), x.new_zeros(...)) and never "
+            "call .cpu() or .cuda() yourself."
+        )
+    if device == "cpu" and any(word in message for word in ("CUDA", "cuda", "NVIDIA")):
+        return (
+            f"Hint: your code asked for a CUDA GPU, but this grading run is on {device}. Never "
+            "hard-code 'cuda': use the device of the inputs (x.device)."
+        )
+    return ""
+
+
 def _student_facing_assertion(error: BaseException) -> str:
     text = str(error)
     # pytest appends its own `assert ...` introspection; the message above it is ours.
@@ -262,6 +278,8 @@ class GraderPlugin:
             if isinstance(error, StudentFailure):
                 outcome = "timeout" if error.outcome == "timeout" else "error"
                 message, detail, output = error.message, error.detail, error.output.for_feedback()
+                hint = device_hint(message, self.session.device)
+                message = f"{message}\n{hint}" if hint else message
             elif isinstance(error, AssertionError):
                 outcome, message = "failed", _student_facing_assertion(error)
             else:

@@ -34,7 +34,7 @@ def score_tests(
         part_tests = by_part[part.id]
         functional_passed = any(t.outcome == "passed" and not t.static_rule for t in part_tests)
         total_weight = sum(t.weight for t in part_tests if t.outcome != "skipped")
-        part_score = 0.0
+        earned_weight = 0.0
         for test in part_tests:
             if test.outcome == "skipped" or total_weight <= 0:
                 scored.append(dataclasses.replace(test, score=0.0, max_score=0.0))
@@ -45,7 +45,7 @@ def score_tests(
             if test.static_rule and test.outcome == "passed" and not earned:
                 message = f"{message}\n{STATIC_RULE_NOTE}".strip()
             score = max_score if earned else 0.0
-            part_score += score
+            earned_weight += test.weight if earned else 0.0
             scored.append(
                 dataclasses.replace(test, score=score, max_score=max_score, message=message)
             )
@@ -53,7 +53,8 @@ def score_tests(
             PartResult(
                 id=part.id,
                 file=part.file,
-                score=round(part_score, 6),
+                # From the weights, not the rounded test scores, so full marks are exact.
+                score=round(part.points * earned_weight / total_weight, 6) if total_weight else 0.0,
                 max_score=part.points,
                 source=sources.get(part.id, "missing"),
                 problem=problems.get(part.id, ""),

@@ -74,3 +74,8 @@ def test_test_scores_add_up_to_part_scores() -> None:
     parts, scored = score_tests(ASSIGNMENT, tests, sources={}, problems={})
     assert sum(t.score for t in scored) == pytest.approx(parts[2].score)
     assert sum(t.max_score for t in scored) == pytest.approx(20.0)
+
+
+def test_full_marks_are_exact_whatever_the_weights() -> None:
+    tests = [result("manual_backprop", "passed", w) for w in (1, 1, 1, 1, 1, 1, 1)]
+    assert scores(tests)["manual_backprop"] == 20.0
