@@ -211,6 +211,10 @@ class Sandbox:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def use_submission(self, submission_files: dict[str, Path]) -> None:
+        """Serve later jobs from these files: one warm server can grade many submissions."""
+        self.submission_files = dict(submission_files)
+
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         # The sandbox user must be able to reach its own job folders, and nothing else here.
