@@ -1,0 +1,571 @@
+"""Probes of the hidden suites of `pytorch_basics`.
+
+A probe builds its inputs from `seed` (CPU generator, then `.to(device)`), calls
+the functions of the part it is given (the reference module on the trusted side,
+the student's module inside the sandbox) and returns plain data: detached
+tensors, numbers, strings, bools and lists/dicts of them.
+
+Shipped to the student side verbatim: standard library and torch only, no
+reference code, no secrets. Later parts build their models and data with plain
+`torch.nn` / `torch.utils.data` code here, never with the student's earlier parts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+import torch
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _dtype(name: str) -> torch.dtype:
+    dt = getattr(torch, name)
+    if not isinstance(dt, torch.dtype):
+        raise ValueError(f"not a dtype: {name!r}")
+    return dt
+
+
+def _t(t):
+    """A detached plain copy of a tensor, or the object unchanged when it is not one."""
+    if isinstance(t, torch.Tensor):
+        return t.detach().clone().as_subclass(torch.Tensor)
+    return t
+
+
+def _type_name(obj) -> str:
+    return type(obj).__name__
+
+
+def _losses(losses):
+    """The losses as a list of floats, plus what the student actually returned."""
+    items = list(losses)
+    return {
+        "losses": [float(v) for v in items],
+        "losses_type": _type_name(losses),
+        "loss_item_types": sorted({_type_name(v) for v in items}),
+    }
+
+
+def _weights(seed, device, dtype, shape):
+    """x, y, w1, w2 of the two-layer running example, with the given sizes."""
+    n, d_in, h, d_out = shape
+    g = torch.Generator().manual_seed(seed)
+    dt = _dtype(dtype)
+    x = torch.randn(n, d_in, generator=g, dtype=dt).to(device)
+    y = torch.randn(n, d_out, generator=g, dtype=dt).to(device)
+    w1 = torch.randn(d_in, h, generator=g, dtype=dt).to(device)
+    w2 = torch.randn(h, d_out, generator=g, dtype=dt).to(device)
+    return x, y, w1, w2
+
+
+def _grad_state(w):
+    """'none', 'zero' or 'nonzero' for w.grad."""
+    if w.grad is None:
+        return "none"
+    return "zero" if bool((w.grad == 0).all()) else "nonzero"
+
+
+def _linear_state(g, prefix, d_in, d_out, dt):
+    bound = 1.0 / d_in**0.5
+    return {
+        f"{prefix}.weight": (torch.rand(d_out, d_in, generator=g, dtype=dt) * 2 - 1) * bound,
+        f"{prefix}.bias": (torch.rand(d_out, generator=g, dtype=dt) * 2 - 1) * bound,
+    }
+
+
+def _two_linear_state(seed, dims1, dims2, dtype, device):
+    """A state dict with keys linear1.weight/bias, linear2.weight/bias built from seed."""
+    g = torch.Generator().manual_seed(seed)
+    dt = _dtype(dtype)
+    state = {}
+    state.update(_linear_state(g, "linear1", dims1[0], dims1[1], dt))
+    state.update(_linear_state(g, "linear2", dims2[0], dims2[1], dt))
+    return {k: v.to(device) for k, v in state.items()}
+
+
+def _plain_net(seed, device, dtype, d_in, h, d_out):
+    """A plain torch.nn two-layer ReLU net (never the student's TwoLayerNet)."""
+    net = torch.nn.Sequential(
+        OrderedDict(
+            linear1=torch.nn.Linear(d_in, h),
+            relu=torch.nn.ReLU(),
+            linear2=torch.nn.Linear(h, d_out),
+        )
+    )
+    net.to(device=device, dtype=_dtype(dtype))
+    net.load_state_dict(_two_linear_state(seed, (d_in, h), (h, d_out), dtype, device))
+    return net
+
+
+def _state(model):
+    return {k: _t(v) for k, v in model.state_dict().items()}
+
+
+def _sync(device):
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+# --------------------------------------------------------------------------- manual_backprop
+
+
+def forward_backward(part, *, seed, device, dtype, shape):
+    x, y, w1, w2 = _weights(seed, device, dtype, shape)
+    loss, grad_w1, grad_w2 = part.forward_backward(x, y, w1, w2)
+    return {
+        "loss": _t(loss),
+        "loss_is_tensor": isinstance(loss, torch.Tensor),
+        "grad_w1": _t(grad_w1),
+        "grad_w2": _t(grad_w2),
+    }
+
+
+def forward_backward_no_autograd(part, *, seed, device, dtype, shape):
+    """Student side only: forward_backward must not rely on autograd.
+
+    Calls it (1) with grad mode on, recording every torch function it calls, and
+    (2) under torch.no_grad(), where hand-written gradients still work and
+    autograd-based ones cannot.
+    """
+    from torch.overrides import TorchFunctionMode
+
+    class _Recorder(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.names = set()
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", repr(func))
+            if name in ("__get__", "__set__"):  # a Tensor property, e.g. requires_grad
+                name = f"Tensor.{getattr(func.__self__, '__name__', '?')}.{name}"
+            self.names.add(name)
+            return func(*args, **(kwargs or {}))
+
+    x, y, w1, w2 = _weights(seed, device, dtype, shape)
+    with _Recorder() as rec:
+        loss, grad_w1, grad_w2 = part.forward_backward(x, y, w1, w2)
+    autograd_names = sorted(
+        n
+        for n in rec.names
+        if n in {"backward", "grad", "vjp", "jacobian", "requires_grad_"}
+        or n == "Tensor.requires_grad.__set__"
+    )
+    out = {
+        "autograd_calls": autograd_names,
+        "loss_requires_grad": bool(getattr(loss, "requires_grad", False)),
+        "inputs_touched": bool(
+            w1.requires_grad or w2.requires_grad or w1.grad is not None or w2.grad is not None
+        ),
+    }
+    x, y, w1, w2 = _weights(seed, device, dtype, shape)
+    try:
+        with torch.no_grad():
+            _, g1, g2 = part.forward_backward(x, y, w1, w2)
+        out["no_grad_error"] = ""
+        out["no_grad_same"] = bool(
+            torch.allclose(g1, grad_w1.detach()) and torch.allclose(g2, grad_w2.detach())
+        )
+    except Exception as exc:  # deliberate: autograd-based gradients fail under no_grad
+        out["no_grad_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        out["no_grad_same"] = False
+    return out
+
+
+def train_manual(part, *, seed, device, dtype, shape, lr, steps):
+    x, y, w1, w2 = _weights(seed, device, dtype, shape)
+    w1_before, w2_before = w1.clone(), w2.clone()
+    losses = part.train_manual(x, y, w1, w2, learning_rate=lr, steps=steps)
+    out = _losses(losses)
+    out.update(
+        w1=_t(w1),  # the caller's objects: updated in place, or unchanged
+        w2=_t(w2),
+        w1_changed=not torch.equal(w1, w1_before),
+        w2_changed=not torch.equal(w2, w2_before),
+    )
+    return out
+
+
+# --------------------------------------------------------------------------- autograd_loop
+
+
+def train_autograd(part, *, seed, device, dtype, shape, lr, steps):
+    x, y, w1, w2 = _weights(seed, device, dtype, shape)
+    w1.requires_grad_()
+    w2.requires_grad_()
+    w1_before, w2_before = w1.detach().clone(), w2.detach().clone()
+    losses = part.train_autograd(x, y, w1, w2, learning_rate=lr, steps=steps)
+    out = _losses(losses)
+    out.update(
+        w1=_t(w1),
+        w2=_t(w2),
+        w1_changed=not torch.equal(w1.detach(), w1_before),
+        w2_changed=not torch.equal(w2.detach(), w2_before),
+        w1_grad=_grad_state(w1),
+        w2_grad=_grad_state(w2),
+        leaves=bool(w1.is_leaf and w2.is_leaf),
+        requires_grad=bool(w1.requires_grad and w2.requires_grad),
+    )
+    return out
+
+
+# --------------------------------------------------------------------------- custom_sigmoid
+
+
+def _sigmoid_inputs(seed, device, dtype, shape, scale):
+    g = torch.Generator().manual_seed(seed)
+    dt = _dtype(dtype)
+    x = (torch.randn(*shape, generator=g, dtype=dt) * scale).to(device)
+    grad_y = torch.randn(*shape, generator=g, dtype=dt).to(device)
+    return x, grad_y
+
+
+def sigmoid_forward_backward(part, *, seed, device, dtype, shape, scale=4.0):
+    x, grad_y = _sigmoid_inputs(seed, device, dtype, shape, scale)
+    x.requires_grad_()
+    y = part.Sigmoid.apply(x)
+    y.backward(grad_y)
+    return {"y": _t(y), "grad_x": _t(x.grad)}
+
+
+def sigmoid_extremes(part, *, seed, device, dtype):
+    """Very large and very small inputs: everything must stay finite."""
+    g = torch.Generator().manual_seed(seed)
+    dt = _dtype(dtype)
+    fixed = torch.tensor(
+        [
+            -1e4,
+            -1e3,
+            -100.0,
+            -89.0,
+            -88.0,
+            -30.0,
+            -1.0,
+            0.0,
+            1.0,
+            30.0,
+            88.0,
+            89.0,
+            100.0,
+            1e3,
+            1e4,
+        ],
+        dtype=dt,
+    )
+    rand = (torch.rand(17, generator=g, dtype=dt) * 2 - 1) * 1e4
+    x = torch.cat([fixed, rand]).to(device).requires_grad_()
+    grad_y = torch.ones_like(x)
+    y = part.Sigmoid.apply(x)
+    y.backward(grad_y)
+    return {
+        "x": _t(x),
+        "y": _t(y),
+        "grad_x": _t(x.grad),
+        "y_finite": bool(torch.isfinite(y).all()),
+        "grad_finite": bool(torch.isfinite(x.grad).all()),
+    }
+
+
+def sigmoid_gradcheck(part, *, seed, device):
+    """Student side: torch.autograd.gradcheck of Sigmoid.apply in float64."""
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.randn(4, 3, generator=g, dtype=torch.float64) * 3).to(device).requires_grad_()
+    from torch.autograd.gradcheck import GradcheckError, gradcheck
+
+    try:
+        ok = gradcheck(part.Sigmoid.apply, (x,), eps=1e-6, atol=1e-5)
+        message = ""
+    except GradcheckError as exc:  # deliberate: report, don't raise
+        ok, message = False, str(exc)[:600]
+    return {"ok": bool(ok), "message": message}
+
+
+def sigmoid_uses_custom_function(part, *, seed, device, dtype):
+    """Student side: sigmoid(x) goes through Sigmoid.apply, and no built-in sigmoid runs."""
+    import torch.nn.functional as F
+
+    called = []
+
+    def _spy(name, fn):
+        def wrapper(*args, **kwargs):
+            called.append(name)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    targets = [
+        (torch, "sigmoid"),
+        (torch, "sigmoid_"),
+        (torch.Tensor, "sigmoid"),
+        (torch.Tensor, "sigmoid_"),
+        (torch.special, "expit"),
+        (F, "sigmoid"),
+        (F, "logsigmoid"),
+    ]
+    saved = []
+    for owner, name in targets:
+        if hasattr(owner, name):
+            original = getattr(owner, name)
+            saved.append((owner, name, original, name in vars(owner)))
+            label = "Tensor" if owner is torch.Tensor else owner.__name__
+            setattr(owner, name, _spy(f"{label}.{name}", original))
+    try:
+        x, grad_y = _sigmoid_inputs(seed, device, dtype, (5, 3), 3.0)
+        x.requires_grad_()
+        y = part.sigmoid(x)
+        grad_fn = type(y.grad_fn).__name__ if y.grad_fn is not None else "None"
+        custom = isinstance(y.grad_fn, torch.autograd.function.BackwardCFunction)
+        y.backward(grad_y)
+        x2 = x.detach().clone().requires_grad_()
+        y2 = part.Sigmoid.apply(x2)
+        y2.backward(grad_y)
+    finally:
+        for owner, name, original, own in saved:
+            if own:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
+    return {
+        "is_function": isinstance(part.Sigmoid, type)
+        and issubclass(part.Sigmoid, torch.autograd.Function),
+        "grad_fn": grad_fn,
+        "custom_node": bool(custom),
+        "builtins_called": sorted(set(called)),
+        "same_as_apply": bool(torch.equal(y.detach(), y2.detach())),
+    }
+
+
+def train_sigmoid_net(part, *, seed, device, dtype, shape, lr, steps):
+    x, y, w1, w2 = _weights(seed, device, dtype, shape)
+    w1.requires_grad_()
+    w2.requires_grad_()
+    losses = part.train_sigmoid_net(x, y, w1, w2, learning_rate=lr, steps=steps)
+    out = _losses(losses)
+    out.update(w1=_t(w1), w2=_t(w2))
+    return out
+
+
+# --------------------------------------------------------------------------- two_layer_net
+
+
+def _structure(model):
+    return {
+        "is_module": isinstance(model, torch.nn.Module),
+        "keys": list(model.state_dict().keys()),
+        "shapes": {k: list(v.shape) for k, v in model.state_dict().items()},
+        "n_parameters": len(list(model.parameters())),
+        "linear_types": [_type_name(getattr(model, name, None)) for name in ("linear1", "linear2")],
+        "linear_is_nn_linear": [
+            isinstance(getattr(model, name, None), torch.nn.Linear)
+            for name in ("linear1", "linear2")
+        ],
+    }
+
+
+def two_layer_net_structure(part, *, d_in, h, d_out):
+    return _structure(part.TwoLayerNet(d_in, h, d_out))
+
+
+def parallel_block_structure(part, *, d_in, d_out):
+    return _structure(part.ParallelBlock(d_in, d_out))
+
+
+def two_layer_net_forward(part, *, seed, device, dtype, n, d_in, h, d_out):
+    model = part.TwoLayerNet(d_in, h, d_out).to(device=device, dtype=_dtype(dtype))
+    model.load_state_dict(_two_linear_state(seed, (d_in, h), (h, d_out), dtype, device))
+    g = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(n, d_in, generator=g, dtype=_dtype(dtype)).to(device)
+    return {"y": _t(model(x))}
+
+
+def parallel_block_forward(part, *, seed, device, dtype, n, d_in, d_out):
+    model = part.ParallelBlock(d_in, d_out).to(device=device, dtype=_dtype(dtype))
+    model.load_state_dict(_two_linear_state(seed, (d_in, d_out), (d_in, d_out), dtype, device))
+    g = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(n, d_in, generator=g, dtype=_dtype(dtype)).to(device)
+    return {"y": _t(model(x))}
+
+
+def train_two_layer_net(part, *, seed, device, dtype, n, d_in, h, d_out, lr, steps):
+    model = _plain_net(seed, device, dtype, d_in, h, d_out)
+    g = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(n, d_in, generator=g, dtype=_dtype(dtype)).to(device)
+    y = torch.randn(n, d_out, generator=g, dtype=_dtype(dtype)).to(device)
+    losses = part.train_two_layer_net(model, x, y, learning_rate=lr, steps=steps)
+    out = _losses(losses)
+    out["state"] = _state(model)
+    return out
+
+
+# --------------------------------------------------------------------------- dataloader_training
+
+
+def _indexed_data(seed, device, dtype, n, d_in, d_out):
+    """x whose first column is the sample index (exact in float32 for small n)."""
+    g = torch.Generator().manual_seed(seed)
+    dt = _dtype(dtype)
+    x = torch.randn(n, d_in, generator=g, dtype=dt)
+    x[:, 0] = torch.arange(n, dtype=dt)
+    y = torch.randn(n, d_out, generator=g, dtype=dt)
+    return x.to(device), y.to(device)
+
+
+def _epoch(loader):
+    xs, ys, sizes = [], [], []
+    for batch in loader:
+        xb, yb = batch
+        xs.append(xb)
+        ys.append(yb)
+        sizes.append(len(xb))
+    return xs, ys, sizes
+
+
+def make_loader_batches(part, *, seed, device, dtype, n, d_in, d_out, batch_size):
+    x, y = _indexed_data(seed, device, dtype, n, d_in, d_out)
+    loader = part.make_loader(x, y, batch_size=batch_size, shuffle=False)
+    xs, ys, sizes = _epoch(loader)
+    xs2, _, _ = _epoch(loader)
+    return {
+        "is_dataloader": isinstance(loader, torch.utils.data.DataLoader),
+        "len": len(loader),
+        "sizes": sizes,
+        "x": _t(torch.cat(xs)),
+        "y": _t(torch.cat(ys)),
+        "second_epoch_same": len(xs2) == len(xs)
+        and all(torch.equal(a, b) for a, b in zip(xs, xs2, strict=True)),
+    }
+
+
+def make_loader_defaults(part, *, seed, device, dtype, n, d_in, d_out):
+    x, y = _indexed_data(seed, device, dtype, n, d_in, d_out)
+    loader = part.make_loader(x, y)
+    _, _, sizes = _epoch(loader)
+    orders = [torch.cat([xb[:, 0] for xb, _ in loader]).long().tolist() for _ in range(2)]
+    return {"sizes": sizes, "orders": orders}
+
+
+def make_loader_shuffle(part, *, seed, device, dtype, n, d_in, d_out, batch_size):
+    """Student side: the index order of two epochs with shuffle=True."""
+    x, y = _indexed_data(seed, device, dtype, n, d_in, d_out)
+    torch.manual_seed(seed)
+    loader = part.make_loader(x, y, batch_size=batch_size, shuffle=True)
+    orders, sizes = [], []
+    for _ in range(2):
+        xs, _, s = _epoch(loader)
+        orders.append(torch.cat(xs)[:, 0].long().tolist())
+        sizes.append(s)
+    return {"orders": orders, "sizes": sizes}
+
+
+def _mode_recorder(model):
+    """Records (model.training, grad enabled) at every forward call of model."""
+    seen = []
+
+    def hook(module, args):
+        seen.append([bool(module.training), bool(torch.is_grad_enabled())])
+
+    return seen, model.register_forward_pre_hook(hook)
+
+
+def _regression_data(seed, device, dtype, n, d_in, d_out):
+    g = torch.Generator().manual_seed(seed + 1)
+    dt = _dtype(dtype)
+    x = torch.randn(n, d_in, generator=g, dtype=dt).to(device)
+    y = torch.randn(n, d_out, generator=g, dtype=dt).to(device)
+    return x, y
+
+
+def train_with_loader(part, *, seed, device, dtype, n, d_in, h, d_out, batch_size, lr, epochs):
+    model = _plain_net(seed, device, dtype, d_in, h, d_out)
+    x, y = _regression_data(seed, device, dtype, n, d_in, d_out)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, y), batch_size=batch_size, shuffle=False
+    )
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.5)
+    model.eval()  # train_with_loader must switch it to training mode itself
+    seen, handle = _mode_recorder(model)
+    try:
+        losses = part.train_with_loader(model, loader, optimizer, epochs=epochs)
+    finally:
+        handle.remove()
+    out = _losses(losses)
+    out.update(
+        n_batches=len(loader),
+        forward_calls=len(seen),
+        all_training=all(t for t, _ in seen),
+        state=_state(model),
+    )
+    return out
+
+
+def evaluate(part, *, seed, device, dtype, n, d_in, h, d_out, batch_size):
+    model = _plain_net(seed, device, dtype, d_in, h, d_out)
+    x, y = _regression_data(seed, device, dtype, n, d_in, d_out)
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x, y), batch_size=batch_size, shuffle=False
+    )
+    model.train()  # evaluate must switch it to eval mode itself
+    seen, handle = _mode_recorder(model)
+    try:
+        value = part.evaluate(model, loader)
+    finally:
+        handle.remove()
+    return {
+        "value": float(value),
+        "value_type": _type_name(value),
+        "forward_calls": len(seen),
+        "any_training": any(t for t, _ in seen),
+        "any_grad": any(gr for _, gr in seen),
+        "params_grad": [p.grad is not None for p in model.parameters()],
+    }
+
+
+# --------------------------------------------------------------------------- device_benchmark
+
+
+def pick_device(part):
+    dev = part.pick_device()
+    return {
+        "type": _type_name(dev),
+        "is_device": isinstance(dev, torch.device),
+        "str": str(dev),
+        "device_type": dev.type if isinstance(dev, torch.device) else str(dev),
+        "cuda_available": torch.cuda.is_available(),
+    }
+
+
+def peak_tflops(part, *, configs):
+    values = [part.peak_tflops(*c) for c in configs]
+    return {
+        "values": [float(v) for v in values],
+        "types": [_type_name(v) for v in values],
+    }
+
+
+def _own_tflops(n, device, dt, repeats):
+    a = torch.randn(n, n, device=device, dtype=dt)
+    b = torch.randn(n, n, device=device, dtype=dt)
+    for _ in range(2):
+        a @ b
+    _sync(device)
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    _sync(device)
+    return 2 * n**3 * repeats / (time.perf_counter() - t0) / 1e12
+
+
+def matmul_tflops(part, *, device, dtype, n, repeats):
+    dt = _dtype(dtype)
+    dev = torch.device(device)
+    own_before = _own_tflops(n, dev, dt, repeats)
+    value = part.matmul_tflops(n, dev, dtype=dt, repeats=repeats)
+    own_after = _own_tflops(n, dev, dt, repeats)
+    return {
+        "value": float(value),
+        "value_type": _type_name(value),
+        # A careful measurement right before and right after, in the same process.
+        "own_low": min(own_before, own_after),
+        "own_high": max(own_before, own_after),
+    }

@@ -1,0 +1,197 @@
+"""Hidden tests of part `custom_sigmoid` (20 points): a custom autograd function."""
+
+from __future__ import annotations
+
+import ast
+
+import probes
+import pytest
+import torch
+
+from grader.testing import assert_losses_close, assert_tensor_close
+
+CASES = [
+    pytest.param("float32", [37, 11], id="float32-37x11"),
+    pytest.param("float64", [3, 5, 7], id="float64-3x5x7"),
+]
+SHAPE = [19, 31, 13, 5]
+LR = 1e-4
+
+FORWARD_HINT = (
+    "Sigmoid.forward must return 1 / (1 + exp(-x)) elementwise, with the shape, dtype and "
+    "device of x."
+)
+BACKWARD_HINT = (
+    "Sigmoid.backward must return grad_y * y * (1 - y), where y is the forward output saved "
+    "with ctx.save_for_backward (read it back with ctx.saved_tensors). Multiply by grad_y; "
+    "do not return y * (1 - y) alone."
+)
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize(("dtype", "shape"), CASES)
+def test_forward_matches(compare, seed, device, dtype, shape):
+    """Sigmoid.apply: the forward output matches the reference"""
+    got, want = compare(
+        probes.sigmoid_forward_backward, seed=seed, device=device, dtype=dtype, shape=shape
+    )
+    assert_tensor_close(got["y"], want["y"], what="Sigmoid.apply(x)", hint=FORWARD_HINT)
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize(("dtype", "shape"), CASES)
+def test_backward_matches(compare, seed, device, dtype, shape):
+    """Sigmoid.backward: the gradient with respect to x matches the reference"""
+    got, want = compare(
+        probes.sigmoid_forward_backward, seed=seed, device=device, dtype=dtype, shape=shape
+    )
+    assert_tensor_close(
+        got["grad_x"],
+        want["grad_x"],
+        what="x.grad after Sigmoid.apply(x).backward(grad_y)",
+        hint=BACKWARD_HINT,
+    )
+
+
+@pytest.mark.points(2)
+def test_gradcheck(student, seed, device):
+    """Sigmoid: passes torch.autograd.gradcheck in float64"""
+    got = student(probes.sigmoid_gradcheck, seed=seed, device=device)
+    assert got["ok"], (
+        "torch.autograd.gradcheck found that Sigmoid.backward does not match the numerical "
+        f"derivative of Sigmoid.forward:\n{got['message']}\nHint: {BACKWARD_HINT}"
+    )
+
+
+@pytest.mark.points(3)
+def test_extreme_inputs_stay_finite(compare, seed, device):
+    """Sigmoid: outputs and gradients stay finite and correct for |x| up to 1e4 (float32)"""
+    got, want = compare(probes.sigmoid_extremes, seed=seed, device=device, dtype="float32")
+    hint = (
+        "exp(-x) overflows to inf for large negative x (and exp(x) for large positive x), and "
+        "inf / inf is nan. Only exponentiate non-positive numbers, e.g. e = exp(-|x|), then "
+        "1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0; compute the gradient from the "
+        "saved output y as y * (1 - y)."
+    )
+    assert got["y_finite"], (
+        "Sigmoid.apply(x) returned inf or nan for large |x| in float32 (inputs: -1e4 ... 1e4)."
+        f"\nHint: {hint}"
+    )
+    assert got["grad_finite"], (
+        "Sigmoid.backward returned inf or nan for large |x| in float32 (inputs: -1e4 ... 1e4)."
+        f"\nHint: {hint}"
+    )
+    assert_tensor_close(got["y"], want["y"], what="Sigmoid.apply(x) for large |x|", hint=hint)
+    assert_tensor_close(got["grad_x"], want["grad_x"], what="the gradient for large |x|", hint=hint)
+
+
+@pytest.mark.points(2)
+def test_sigmoid_uses_custom_function(student, seed, device):
+    """sigmoid(x): returns Sigmoid.apply(x), a custom torch.autograd.Function"""
+    got = student(probes.sigmoid_uses_custom_function, seed=seed, device=device, dtype="float64")
+    assert got["is_function"], "Sigmoid must be a subclass of torch.autograd.Function."
+    assert got["custom_node"] and got["grad_fn"] == "SigmoidBackward", (
+        f"sigmoid(x) produced a tensor whose grad_fn is {got['grad_fn']}, expected "
+        "SigmoidBackward (the backward node of your Sigmoid class). Return Sigmoid.apply(x); "
+        "never call Sigmoid.forward directly or a built-in sigmoid."
+    )
+    assert got["same_as_apply"], "sigmoid(x) and Sigmoid.apply(x) returned different values."
+
+
+@pytest.mark.points(1)
+def test_no_builtin_sigmoid_at_run_time(student, seed, device):
+    """Sigmoid: forward and backward do not call a built-in sigmoid"""
+    got = student(probes.sigmoid_uses_custom_function, seed=seed, device=device, dtype="float64")
+    assert not got["builtins_called"], (
+        f"your sigmoid called {', '.join(got['builtins_called'])}. Write the formula "
+        "yourself with torch.exp; the built-in sigmoid functions are not allowed in this part."
+    )
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize(
+    ("dtype", "steps"),
+    [
+        pytest.param("float32", 3, id="float32-3steps"),
+        pytest.param("float64", 30, id="float64-30steps"),
+    ],
+)
+def test_train_sigmoid_net(compare, seed, device, dtype, steps):
+    """train_sigmoid_net: losses and trained weights match the reference"""
+    got, want = compare(
+        probes.train_sigmoid_net,
+        seed=seed,
+        device=device,
+        dtype=dtype,
+        shape=SHAPE,
+        lr=LR,
+        steps=steps,
+    )
+    hint = (
+        "y_pred = sigmoid(x @ w1) @ w2 with your sigmoid, loss = ((y_pred - y) ** 2).sum(); "
+        "record loss.item() before each update, update w1 and w2 in place inside "
+        "torch.no_grad(), then zero their gradients."
+    )
+    assert_losses_close(
+        got["losses"],
+        want["losses"],
+        what="losses returned by train_sigmoid_net",
+        dtype=getattr(torch, dtype),
+        hint=hint,
+    )
+    assert_tensor_close(got["w1"], want["w1"], what="w1 after train_sigmoid_net", hint=hint)
+    assert_tensor_close(got["w2"], want["w2"], what="w2 after train_sigmoid_net", hint=hint)
+
+
+# --------------------------------------------------------------------------- static rule
+
+# Built-in sigmoids: torch.sigmoid, Tensor.sigmoid(_), torch.special.expit,
+# torch.nn.functional.sigmoid, torch.nn.Sigmoid, logsigmoid and friends.
+FORBIDDEN_ATTRIBUTES = {
+    "sigmoid",
+    "sigmoid_",
+    "expit",
+    "Sigmoid",
+    "logsigmoid",
+    "log_sigmoid",
+    "LogSigmoid",
+}
+
+
+def _builtin_sigmoid_uses(source: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        line = getattr(node, "lineno", "?")
+        if isinstance(node, ast.Attribute) and node.attr in FORBIDDEN_ATTRIBUTES:
+            found.append(f"line {line}: .{node.attr}")
+        elif isinstance(node, ast.ImportFrom):
+            names = {alias.name for alias in node.names} & FORBIDDEN_ATTRIBUTES
+            if names:
+                found.append(f"line {line}: from {node.module} import {', '.join(sorted(names))}")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in {"getattr", "hasattr"}
+            and any(
+                isinstance(arg, ast.Constant) and arg.value in FORBIDDEN_ATTRIBUTES
+                for arg in node.args
+            )
+        ):
+            found.append(f"line {line}: getattr(..., a built-in sigmoid)")
+    return found
+
+
+@pytest.mark.static_rule
+@pytest.mark.points(2)
+def test_no_builtin_sigmoid_in_source(student_source):
+    """custom_sigmoid.py: no built-in sigmoid (torch.sigmoid, expit, F.sigmoid, nn.Sigmoid, ...)"""
+    assert student_source is not None, "custom_sigmoid.py was not found in the submission."
+    try:
+        found = _builtin_sigmoid_uses(student_source)
+    except SyntaxError as exc:
+        pytest.fail(f"custom_sigmoid.py does not parse: {exc}")
+    assert not found, (
+        "custom_sigmoid.py must compute the sigmoid itself. Found a built-in sigmoid: "
+        + "; ".join(found)
+        + ". Use torch.exp and arithmetic instead (comments and docstrings are fine)."
+    )

@@ -1,0 +1,108 @@
+"""Hidden tests of part `device_benchmark` (10 points): devices and FLOP/s."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import probes
+import pytest
+
+from grader.testing import assert_scalar_close
+
+
+@pytest.mark.points(2)
+def test_pick_device(student):
+    """pick_device: returns torch.device('cuda') exactly when CUDA is available"""
+    got = student(probes.pick_device)
+    assert got["is_device"], (
+        f"pick_device returned a {got['type']} ({got['str']!r}), expected a torch.device: "
+        "return torch.device('cuda') or torch.device('cpu')."
+    )
+    expected = "cuda" if got["cuda_available"] else "cpu"
+    assert got["device_type"] == expected, (
+        f"pick_device returned {got['str']!r} where torch.cuda.is_available() is "
+        f"{got['cuda_available']}; expected a {expected} device."
+    )
+
+
+@pytest.mark.points(3)
+def test_peak_tflops(compare, seed):
+    """peak_tflops: theoretical peaks in TFLOP/s match the reference"""
+    rng = random.Random(seed)
+    configs = [
+        [72, 64, 2, 1.77],
+        [72, 8, 128, 1.77],
+        [rng.randint(20, 150), rng.choice([32, 64, 128]), 2, round(rng.uniform(0.9, 2.5), 3)],
+        [rng.randint(20, 150), rng.choice([4, 8]), rng.choice([128, 256, 512]), 1.41],
+    ]
+    got, want = compare(probes.peak_tflops, configs=configs)
+    for config, value, expected in zip(configs, got["values"], want["values"], strict=True):
+        args = ", ".join(str(v) for v in config)
+        assert_scalar_close(
+            value,
+            expected,
+            what=f"peak_tflops({args})",
+            rel_tol=1e-6,
+            hint="SMs * units per SM * FLOP per unit per cycle * cycles per second gives "
+            "FLOP/s; the clock is in GHz (1e9 cycles/s) and the answer in TFLOP/s (1e12 "
+            "FLOP/s), so the result is the product divided by 1000.",
+        )
+
+
+TIMING_HINT = (
+    "Count 2 * n**3 FLOPs per matmul, multiply by `repeats`, divide by the elapsed seconds "
+    "(time.perf_counter()) and by 1e12. Run a warm-up matmul first, create the operands on "
+    "`device` with `dtype` before starting the clock, and on a GPU call "
+    "torch.cuda.synchronize() before reading the clock both times."
+)
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matmul_tflops_plausible(student, device, dtype):
+    """matmul_tflops: returns a plausible TFLOP/s figure for n=384"""
+    n = 384
+    got = student(probes.matmul_tflops, device=device, dtype=dtype, n=n, repeats=10)
+    value, low, high = got["value"], got["own_low"], got["own_high"]
+    call = f"matmul_tflops({n}, {device!r}, {dtype})"
+    assert got["value_type"] == "float", (
+        f"matmul_tflops returned a {got['value_type']}, expected a Python float."
+    )
+    assert math.isfinite(value) and value > 0, (
+        f"{call} returned {value}, expected a positive TFLOP/s figure.\nHint: {TIMING_HINT}"
+    )
+    upper = 50.0 if device == "cpu" else 2000.0
+    assert 1e-4 < value < upper, (
+        f"{call} returned {value:.4g} TFLOP/s, which is not plausible on {device} (a careful "
+        f"measurement in the same process gave {low:.3g} to {high:.3g}). Check the units: "
+        f"TFLOP/s is 1e12 FLOP per second.\nHint: {TIMING_HINT}"
+    )
+    # Wide margins: the grading machine may be busy, so timings are noisy; a unit mistake
+    # is a factor of 1000.
+    assert low / 20 <= value <= high * 20, (
+        f"{call} returned {value:.4g} TFLOP/s, but a careful measurement in the same process "
+        f"gave {low:.3g} to {high:.3g} TFLOP/s (more than 20x apart).\nHint: {TIMING_HINT}"
+    )
+
+
+@pytest.mark.cuda_only
+@pytest.mark.points(1)
+def test_matmul_tflops_synchronised_on_gpu(student, device):
+    """matmul_tflops: on a GPU, the figure for n=4096 is below what the card can do"""
+    got = student(probes.matmul_tflops, device=device, dtype="float32", n=4096, repeats=10)
+    value, low, high = got["value"], got["own_low"], got["own_high"]
+    assert math.isfinite(value) and 0 < value < 1000, (
+        f"matmul_tflops(4096, 'cuda') returned {value:.4g} TFLOP/s; no GPU does float32 "
+        "matmuls that fast, so the clock was read before the GPU finished. Call "
+        "torch.cuda.synchronize() before reading the clock, before and after the loop."
+    )
+    assert value <= high * 1.5, (
+        f"matmul_tflops(4096, 'cuda') returned {value:.4g} TFLOP/s, but a synchronised "
+        f"measurement in the same process gave at most {high:.3g}; the timing stops before "
+        "the GPU has finished. Call torch.cuda.synchronize() before reading the clock."
+    )
+    assert value >= low / 10, (
+        f"matmul_tflops(4096, 'cuda') returned {value:.4g} TFLOP/s, far below the "
+        f"{low:.3g} TFLOP/s measured in the same process.\nHint: {TIMING_HINT}"
+    )

@@ -1,0 +1,240 @@
+"""Hidden tests of part `manual_backprop` (20 points): hand-written gradients."""
+
+from __future__ import annotations
+
+import ast
+
+import probes
+import pytest
+import torch
+
+from grader.testing import assert_losses_close, assert_tensor_close
+
+# Sizes other than the running example (64, 1000, 100, 10), so hard-coded sizes fail.
+SHAPE_A = [37, 53, 29, 7]
+SHAPE_B = [19, 31, 13, 5]
+CASES = [
+    pytest.param("float32", SHAPE_A, id="float32-37x53x29x7"),
+    pytest.param("float64", SHAPE_B, id="float64-19x31x13x5"),
+]
+LR = 1e-5
+
+GRAD_HINT = (
+    "Usual causes: a missing or wrong ReLU mask (the gradient is zero where h <= 0), "
+    "the factor 2 of the square, a transpose on the wrong operand, or zeroing h / h_relu "
+    "in place while building the mask (change a copy of the gradient instead)."
+)
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_loss_matches(compare, seed, device, dtype):
+    """forward_backward: the loss matches the reference"""
+    got, want = compare(
+        probes.forward_backward, seed=seed, device=device, dtype=dtype, shape=SHAPE_A
+    )
+    assert got["loss_is_tensor"], (
+        "forward_backward must return the loss as a 0-dim tensor (not a Python number); "
+        "keep it a tensor and call .item() only in train_manual."
+    )
+    assert_tensor_close(
+        got["loss"],
+        want["loss"],
+        what="the loss returned by forward_backward",
+        hint="The loss is the SUM of squared errors ((y_pred - y) ** 2).sum() (not the mean) "
+        "of y_pred = relu(x @ w1) @ w2, returned as a 0-dim tensor.",
+    )
+
+
+@pytest.mark.points(3)
+@pytest.mark.parametrize(("dtype", "shape"), CASES)
+def test_gradients_match(compare, seed, device, dtype, shape):
+    """forward_backward: grad_w1 and grad_w2 match the reference"""
+    got, want = compare(probes.forward_backward, seed=seed, device=device, dtype=dtype, shape=shape)
+    assert_tensor_close(
+        got["grad_w2"],
+        want["grad_w2"],
+        what="grad_w2 returned by forward_backward",
+        hint="grad_w2 must have the shape, dtype and device of w2. " + GRAD_HINT,
+    )
+    assert_tensor_close(
+        got["grad_w1"],
+        want["grad_w1"],
+        what="grad_w1 returned by forward_backward",
+        hint="grad_w1 must have the shape, dtype and device of w1. " + GRAD_HINT,
+    )
+
+
+@pytest.mark.points(2)
+def test_works_without_autograd(student, seed, device):
+    """forward_backward: computes the gradients without autograd (also under torch.no_grad)"""
+    got = student(
+        probes.forward_backward_no_autograd,
+        seed=seed,
+        device=device,
+        dtype="float64",
+        shape=SHAPE_B,
+    )
+    assert not got["autograd_calls"], (
+        "forward_backward used autograd at run time (called: "
+        f"{', '.join(got['autograd_calls'])}). This part is about writing the backward pass "
+        "by hand with plain tensor operations."
+    )
+    assert not got["inputs_touched"], (
+        "forward_backward changed requires_grad or .grad of the caller's w1/w2; compute the "
+        "gradients by hand and leave the inputs alone."
+    )
+    assert not got["loss_requires_grad"], (
+        "the loss returned by forward_backward requires grad, so it was computed through "
+        "autograd; compute the gradients by hand from plain tensors."
+    )
+    assert not got["no_grad_error"], (
+        "forward_backward failed when called inside torch.no_grad() "
+        f"({got['no_grad_error']}). Hand-written gradients do not need autograd, so they "
+        "work there too."
+    )
+    assert got["no_grad_same"], (
+        "forward_backward gave different gradients inside torch.no_grad(); hand-written "
+        "gradients must not depend on autograd being enabled."
+    )
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize(
+    ("dtype", "shape", "steps"),
+    [
+        pytest.param("float32", SHAPE_A, 3, id="float32-3steps"),
+        pytest.param("float64", SHAPE_B, 40, id="float64-40steps"),
+    ],
+)
+def test_train_manual_losses(compare, seed, device, dtype, shape, steps):
+    """train_manual: the losses of every step match the reference"""
+    got, want = compare(
+        probes.train_manual,
+        seed=seed,
+        device=device,
+        dtype=dtype,
+        shape=shape,
+        lr=LR,
+        steps=steps,
+    )
+    assert_losses_close(
+        got["losses"],
+        want["losses"],
+        what="losses returned by train_manual",
+        dtype=getattr(torch, dtype),
+        hint="Record loss.item() BEFORE the update of that step, use the learning_rate "
+        "argument, and update both w1 and w2 every step (w1 -= learning_rate * grad_w1). "
+        "If step 0 already differs, check forward_backward.",
+    )
+
+
+@pytest.mark.points(3)
+def test_train_manual_updates_in_place(compare, seed, device):
+    """train_manual: updates the caller's w1 and w2 in place to the reference's weights"""
+    got, want = compare(
+        probes.train_manual,
+        seed=seed,
+        device=device,
+        dtype="float64",
+        shape=SHAPE_A,
+        lr=LR,
+        steps=15,
+    )
+    hint = (
+        "`w1 = w1 - learning_rate * grad_w1` only rebinds a local name and leaves the caller's "
+        "tensor unchanged; update in place with `w1 -= ...` or `w1.sub_(...)`."
+    )
+    assert got["w1_changed"] and got["w2_changed"], (
+        "after train_manual the caller's w1/w2 still hold their initial values "
+        f"(w1 changed: {got['w1_changed']}, w2 changed: {got['w2_changed']}).\nHint: {hint}"
+    )
+    assert_tensor_close(got["w1"], want["w1"], what="w1 after train_manual", hint=hint)
+    assert_tensor_close(got["w2"], want["w2"], what="w2 after train_manual", hint=hint)
+
+
+@pytest.mark.points(1)
+def test_train_manual_returns_list_of_floats(compare, seed, device):
+    """train_manual: returns a list of `steps` Python floats"""
+    got, want = compare(
+        probes.train_manual,
+        seed=seed,
+        device=device,
+        dtype="float32",
+        shape=SHAPE_B,
+        lr=LR,
+        steps=4,
+    )
+    assert got["losses_type"] == "list", (
+        f"train_manual returned a {got['losses_type']}, expected a Python list of floats."
+    )
+    assert got["loss_item_types"] == ["float"], (
+        f"train_manual returned a list of {', '.join(got['loss_item_types']) or 'nothing'}, "
+        "expected Python floats: append loss.item(), not the loss tensor."
+    )
+    assert len(got["losses"]) == len(want["losses"]), (
+        f"train_manual returned {len(got['losses'])} losses for steps=4, expected 4 (one per step)."
+    )
+
+
+# --------------------------------------------------------------------------- static rule
+
+FORBIDDEN_ATTRIBUTES = {"backward", "requires_grad", "requires_grad_", "autograd"}
+FORBIDDEN_NAMES = {"autograd", "functorch"}
+FORBIDDEN_MODULES = ("torch.autograd", "torch.func", "functorch")
+
+
+def _autograd_uses(source: str) -> list[str]:
+    """Lines of `source` that use autograd, requires_grad or torch.func."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        line = getattr(node, "lineno", "?")
+        if isinstance(node, ast.Attribute):
+            if node.attr in FORBIDDEN_ATTRIBUTES:
+                found.append(f"line {line}: .{node.attr}")
+            elif (
+                node.attr == "func"
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "torch"
+            ):
+                found.append(f"line {line}: torch.func")
+        elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+            found.append(f"line {line}: {node.id}")
+        elif isinstance(node, ast.keyword) and node.arg == "requires_grad":
+            found.append(f"line {line}: requires_grad=")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(FORBIDDEN_MODULES):
+                    found.append(f"line {line}: import {alias.name}")
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            names = {alias.name for alias in node.names}
+            if module.startswith(FORBIDDEN_MODULES) or (
+                module == "torch" and names & {"autograd", "func"}
+            ):
+                found.append(f"line {line}: from {module} import ...")
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value in FORBIDDEN_ATTRIBUTES
+        ):
+            # getattr(w, "backward") and friends
+            found.append(f"line {line}: {node.value!r}")
+    return found
+
+
+@pytest.mark.static_rule
+@pytest.mark.points(2)
+def test_no_autograd_in_source(student_source):
+    """manual_backprop.py: no .backward(), torch.autograd, requires_grad or torch.func"""
+    assert student_source is not None, "manual_backprop.py was not found in the submission."
+    try:
+        found = _autograd_uses(student_source)
+    except SyntaxError as exc:
+        pytest.fail(f"manual_backprop.py does not parse: {exc}")
+    assert not found, (
+        "manual_backprop.py must compute gradients by hand, without autograd. Found: "
+        + "; ".join(found)
+        + ". Remove every .backward(), torch.autograd, requires_grad and torch.func use "
+        "(comments and docstrings are fine)."
+    )
