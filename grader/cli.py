@@ -53,6 +53,23 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--results", type=Path, help="write Gradescope results.json here")
     grade.add_argument("--report", type=Path, help="write report.json here")
     grade.add_argument("--show-passed", action="store_true", help="list passing tests too")
+
+    gradescope = commands.add_parser(
+        "gradescope", help="Gradescope's entry point: grade ROOT/submission into ROOT/results"
+    )
+    gradescope.add_argument(
+        "--root", type=Path, default=Path("/autograder"), help="Gradescope's folder"
+    )
+    gradescope.add_argument("-a", "--assignment", help="assignment id (optional if only one)")
+    gradescope.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    gradescope.add_argument("--seed", type=_seed, help="reproduce an earlier grading run")
+
+    build = commands.add_parser("build", help="build the Gradescope autograder or starter kit")
+    build.add_argument(
+        "target", choices=("autograder", "starter"), help="autograder zip or students' kit"
+    )
+    build.add_argument("-a", "--assignment", help="assignment id (optional if only one)")
+    build.add_argument("-o", "--output", type=Path, help="the zip to write")
     return parser
 
 
@@ -72,8 +89,43 @@ def _run_grade(args: argparse.Namespace, console: Console) -> ExitCode:
     return ExitCode.FAILED if result.grader_error else ExitCode.OK
 
 
+def _run_gradescope(args: argparse.Namespace, console: Console) -> ExitCode:
+    from grader.grade import GradeSettings
+    from grader.gradescope_run import run_gradescope
+    from grader.table import print_result
+
+    run = run_gradescope(
+        args.root,
+        assignment_name=args.assignment,
+        settings=GradeSettings(device=args.device, seed=args.seed),
+    )
+    # Gradescope shows this output to staff only (stdout_visibility is hidden).
+    if run.result is not None:
+        print_result(run.result, console)
+        if run.result.grader_error:
+            console.print(run.result.grader_error, markup=False)
+    else:
+        console.print(f"grading could not start:\n{run.failure}", markup=False)
+    console.print(f"wrote {run.results_path}", markup=False)
+    return ExitCode.OK
+
+
+def _run_build(args: argparse.Namespace, console: Console) -> ExitCode:
+    from grader.build import build_autograder, build_starter
+
+    build = build_autograder if args.target == "autograder" else build_starter
+    built = build(args.assignment, output=args.output)
+    console.print(
+        f"wrote {built.path} ({len(built.files)} files, {built.size_bytes / 1024:.0f} KiB)",
+        markup=False,
+    )
+    return ExitCode.OK
+
+
 RUNNERS = {
     "grade": _run_grade,
+    "gradescope": _run_gradescope,
+    "build": _run_build,
 }
 
 

@@ -9,6 +9,10 @@ from grader.results import GradingResult, TestResult
 # Gradescope cuts a test's output at 100,000 characters; stay well inside it.
 MAX_TEST_OUTPUT = 20_000
 MAX_TOP_OUTPUT = 50_000
+# Everything we write is plain text, and student-provided text must never be rendered as HTML
+# or Markdown, so every output and name is declared "text" (Gradescope's formats: text, html,
+# simple_format, md, ansi).
+TEXT_FORMATS = {"output_format": "text", "test_output_format": "text", "test_name_format": "text"}
 GRADER_ERROR_TEXT = (
     "The autograder hit a problem of its own while grading this submission, so some tests "
     "could not run. This is not your fault: course staff have the details. Resubmitting "
@@ -51,6 +55,19 @@ def _top_output(result: GradingResult) -> str:
     return _cap("\n".join(lines), MAX_TOP_OUTPUT)
 
 
+def _grader_error_test() -> dict[str, Any]:
+    """A visible, zero-point test saying the grader (not the student) failed."""
+    return {
+        "name": "Autograder problem",
+        "score": 0.0,
+        "max_score": 0.0,
+        "status": "failed",
+        "output": GRADER_ERROR_TEXT,
+        "visibility": "visible",
+        "tags": ["grader_error"],
+    }
+
+
 def results_dict(result: GradingResult) -> dict[str, Any]:
     part_numbers = {part.id: index for index, part in enumerate(result.parts, start=1)}
     counters: dict[str, int] = {}
@@ -73,21 +90,12 @@ def results_dict(result: GradingResult) -> dict[str, Any]:
             }
         )
     if result.grader_error:
-        tests.append(
-            {
-                "name": "Autograder problem",
-                "score": 0.0,
-                "max_score": 0.0,
-                "status": "failed",
-                "output": GRADER_ERROR_TEXT,
-                "visibility": "visible",
-                "tags": ["grader_error"],
-            }
-        )
+        tests.append(_grader_error_test())
     return {
         "score": result.score,
         "execution_time": round(result.duration_s, 3),
         "output": _top_output(result),
+        **TEXT_FORMATS,
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
@@ -98,4 +106,17 @@ def results_dict(result: GradingResult) -> dict[str, Any]:
             "submission_sha256": result.submission.sha256,
             "grader_error": result.grader_error or None,
         },
+    }
+
+
+def failure_results_dict(detail: str) -> dict[str, Any]:
+    """results.json for when grading could not even start (no assignment); details for staff."""
+    return {
+        "score": 0.0,
+        "output": GRADER_ERROR_TEXT,
+        **TEXT_FORMATS,
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": [_grader_error_test()],
+        "extra_data": {"grader_error": _cap(detail, MAX_TOP_OUTPUT)},
     }

@@ -1,0 +1,259 @@
+"""`build`: the Gradescope autograder zip and the students' starter kit, as reproducible zips.
+
+The autograder zip is what Gradescope unpacks into /autograder/source: `setup.sh` and
+`run_autograder` at its root, next to grader/, the assignment, its solutions and the
+packaging files `setup.sh` installs from. The starter kit is the public part only, and its
+build refuses to write a kit that carries anything of the private solutions folder: a file
+from it, a byte-identical copy of one of its files, or the body of one of its functions.
+
+Entries are sorted and stamped with a fixed time and fixed permissions, so building twice
+from the same tree gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.assignment import COURSE_ROOT, Assignment, load_assignment
+from grader.errors import ConfigError
+from grader.submission import JUNK_DIRS
+
+# Zip's epoch; any fixed stamp makes the archive reproducible.
+ZIP_TIMESTAMP = (1980, 1, 1, 0, 0, 0)
+JUNK_SUFFIXES = (".pyc", ".pyo", ".egg-info")
+# What setup.sh installs the grader from (README.md is pyproject's `readme`, when present).
+PACKAGING_FILES = ("pyproject.toml", "constraints.txt", "README.md")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of a zip: its name inside the archive and where its bytes come from."""
+
+    name: str
+    source: Path
+    executable: bool = False
+
+
+@dataclass(frozen=True)
+class Built:
+    path: Path
+    files: tuple[str, ...]
+    size_bytes: int
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Every file under `folder` worth shipping: no caches, dotfiles or editor leftovers."""
+    for current, dirs, names in os.walk(folder):
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in JUNK_DIRS and not d.startswith(".") and not d.endswith(JUNK_SUFFIXES)
+        )
+        for name in sorted(names):
+            if name.startswith(".") or name.endswith(JUNK_SUFFIXES):
+                continue
+            path = Path(current) / name
+            if path.is_symlink():
+                raise ConfigError(
+                    f"{path} is a link; builds never follow links. Replace it with the file."
+                )
+            yield path
+
+
+def _tree(folder: Path, course_root: Path) -> list[Entry]:
+    if not folder.is_dir():
+        raise ConfigError(f"{folder} is missing; the build needs it.")
+    return [
+        Entry(path.relative_to(course_root).as_posix(), path, os.access(path, os.X_OK))
+        for path in _walk(folder)
+    ]
+
+
+def _packaging(course_root: Path) -> list[Entry]:
+    return [
+        Entry(name, course_root / name)
+        for name in PACKAGING_FILES
+        if (course_root / name).is_file()
+    ]
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve())
+
+
+def write_zip(path: Path, entries: Iterable[Entry], *, prefix: str = "") -> Built:
+    """Write a reproducible zip atomically: sorted names, fixed stamps, fixed permissions."""
+    ordered = sorted(entries, key=lambda entry: entry.name)
+    names = [prefix + entry.name for entry in ordered]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"two files would be stored under the same name in {path}.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle, zipfile.ZipFile(handle, "w") as archive:
+            for name, entry in zip(names, ordered, strict=True):
+                info = zipfile.ZipInfo(name, date_time=ZIP_TIMESTAMP)
+                info.create_system = 3  # Unix, so unzip restores the permission bits below
+                info.external_attr = (0o100755 if entry.executable else 0o100644) << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                archive.writestr(info, entry.source.read_bytes(), compresslevel=9)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return Built(path, tuple(names), path.stat().st_size)
+
+
+def autograder_entries(assignment: Assignment, course_root: Path = COURSE_ROOT) -> list[Entry]:
+    """setup.sh and run_autograder at the root, then everything Gradescope must install."""
+    if not _inside(assignment.solutions_dir, course_root):
+        raise ConfigError(
+            f"{assignment.id}: solutions folder {assignment.solutions_dir} is outside "
+            f"{course_root}; keep it under the course root so the autograder can ship it."
+        )
+    docker = course_root / "docker"
+    return [
+        Entry("setup.sh", docker / "setup.sh", executable=True),
+        Entry("run_autograder", docker / "run_autograder", executable=True),
+        *_packaging(course_root),
+        *_tree(course_root / "grader", course_root),
+        *_tree(assignment.directory, course_root),
+        *_tree(assignment.solutions_dir, course_root),
+    ]
+
+
+def starter_entries(assignment: Assignment, course_root: Path = COURSE_ROOT) -> list[Entry]:
+    """The public part: grader/, the assignment folder, packaging, the student README on top."""
+    entries = [
+        *[entry for entry in _packaging(course_root) if entry.name != "README.md"],
+        *_tree(course_root / "grader", course_root),
+        *_tree(assignment.directory, course_root),
+    ]
+    readme = assignment.directory / "README.md"
+    if readme.is_file():
+        entries.append(Entry("README.md", readme))
+    return entries
+
+
+# -- leak checks for the starter kit ---------------------------------------------------------
+
+
+def _function_bodies(source: str) -> dict[str, str]:
+    """ast dump of each function body (docstring left out) -> the function's name."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    bodies: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]
+        if body and not _says_nothing(body):
+            bodies[ast.dump(ast.Module(body=body, type_ignores=[]))] = node.name
+    return bodies
+
+
+def _says_nothing(body: list[ast.stmt]) -> bool:
+    """`pass`, `...` or `raise NotImplementedError(...)`: a body that gives nothing away."""
+    if len(body) != 1:
+        return False
+    statement = body[0]
+    if isinstance(statement, ast.Pass):
+        return True
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+        return statement.value.value is Ellipsis
+    if isinstance(statement, ast.Raise) and statement.exc is not None:
+        raised = statement.exc.func if isinstance(statement.exc, ast.Call) else statement.exc
+        return isinstance(raised, ast.Name) and raised.id == "NotImplementedError"
+    return False
+
+
+def _python_sources(entry: Entry) -> Iterator[str]:
+    """The Python code a kit file carries: a .py file, or a notebook's code cells."""
+    if entry.name.endswith(".py"):
+        yield entry.source.read_text(encoding="utf-8", errors="replace")
+    elif entry.name.endswith(".ipynb"):
+        try:
+            cells = json.loads(entry.source.read_text(encoding="utf-8")).get("cells", [])
+        except (ValueError, AttributeError):
+            return
+        for cell in cells:
+            if isinstance(cell, dict) and cell.get("cell_type") == "code":
+                source = cell.get("source", "")
+                yield "".join(source) if isinstance(source, list) else str(source)
+
+
+def find_leaks(entries: Iterable[Entry], private: Path) -> list[str]:
+    """Everything in `entries` that comes from the private folder, each said in one line."""
+    private_files = list(_walk(private)) if private.is_dir() else []
+    digests = {
+        hashlib.sha256(path.read_bytes()).hexdigest(): path
+        for path in private_files
+        if path.stat().st_size > 0
+    }
+    bodies: dict[str, str] = {}
+    for path in private_files:
+        if path.suffix == ".py":
+            for body, name in _function_bodies(path.read_text(encoding="utf-8")).items():
+                bodies[body] = f"{path.relative_to(private)}:{name}"
+    leaks: list[str] = []
+    for entry in entries:
+        if _inside(entry.source, private):
+            leaks.append(f"{entry.name} is a file of the private {private.name}/ folder")
+            continue
+        copy_of = digests.get(hashlib.sha256(entry.source.read_bytes()).hexdigest())
+        if copy_of is not None:
+            leaks.append(f"{entry.name} is a copy of {copy_of.relative_to(private)}")
+        for source in _python_sources(entry):
+            for body, name in _function_bodies(source).items():
+                if body in bodies:
+                    leaks.append(f"{entry.name}: {name}() has the body of {bodies[body]}()")
+    return leaks
+
+
+# -- the two builds ---------------------------------------------------------------------------
+
+
+def build_autograder(
+    assignment_name: str | None, *, output: Path | None = None, course_root: Path = COURSE_ROOT
+) -> Built:
+    """The zip to upload on Gradescope's "Configure Autograder" page."""
+    assignment = load_assignment(assignment_name, root=course_root / "assignments")
+    target = output or Path("dist") / f"{assignment.id}_autograder.zip"
+    return write_zip(target, autograder_entries(assignment, course_root))
+
+
+def build_starter(
+    assignment_name: str | None, *, output: Path | None = None, course_root: Path = COURSE_ROOT
+) -> Built:
+    """The students' kit, in one top folder; refuses to write it if anything private leaks."""
+    assignment = load_assignment(assignment_name, root=course_root / "assignments")
+    entries = starter_entries(assignment, course_root)
+    leaks = [
+        *find_leaks(entries, course_root / "solutions"),
+        *(
+            find_leaks(entries, assignment.solutions_dir)
+            if not _inside(assignment.solutions_dir, course_root / "solutions")
+            else []
+        ),
+    ]
+    if leaks:
+        raise ConfigError(
+            "the starter kit would leak private material, so it was not written:\n  "
+            + "\n  ".join(leaks)
+            + "\nMove these out of grader/ and assignments/, or rewrite them."
+        )
+    target = output or Path("dist") / f"{assignment.id}_starter.zip"
+    return write_zip(target, entries, prefix=f"{assignment.id}/")
