@@ -40,12 +40,22 @@ def _type_name(obj) -> str:
 
 def _losses(losses):
     """The losses as a list of floats, plus what the student actually returned."""
+    if not isinstance(losses, (list, tuple, torch.Tensor)):
+        return {"losses": None, "losses_type": _type_name(losses), "loss_item_types": []}
     items = list(losses)
     return {
         "losses": [float(v) for v in items],
         "losses_type": _type_name(losses),
         "loss_item_types": sorted({_type_name(v) for v in items}),
     }
+
+
+def no_losses_message(out, function):
+    """For the tests (trusted side): what to say when `function` returned no list of losses."""
+    return (
+        f"{function} returned a {out['losses_type']}, expected a Python list of floats, one "
+        "loss.item() per step (did you forget `return losses`?)."
+    )
 
 
 def _weights(seed, device, dtype, shape):

@@ -46,6 +46,7 @@ def _run(compare, seed, device, dtype, shape, steps):
 def test_losses_match(compare, seed, device, dtype, shape, steps):
     """train_autograd: the losses of every step match the reference"""
     got, want = _run(compare, seed, device, dtype, shape, steps)
+    assert got["losses"] is not None, probes.no_losses_message(got, "train_autograd")
     assert_losses_close(
         got["losses"],
         want["losses"],

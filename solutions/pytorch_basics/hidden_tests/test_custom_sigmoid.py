@@ -132,6 +132,7 @@ def test_train_sigmoid_net(compare, seed, device, dtype, steps):
         "record loss.item() before each update, update w1 and w2 in place inside "
         "torch.no_grad(), then zero their gradients."
     )
+    assert got["losses"] is not None, probes.no_losses_message(got, "train_sigmoid_net")
     assert_losses_close(
         got["losses"],
         want["losses"],

@@ -122,6 +122,7 @@ def _train(compare, seed, device, dtype, epochs):
 def test_train_with_loader(compare, seed, device, dtype, epochs):
     """train_with_loader: per-batch losses and trained weights match the reference"""
     got, want = _train(compare, seed, device, dtype, epochs)
+    assert got["losses"] is not None, probes.no_losses_message(got, "train_with_loader")
     assert len(got["losses"]) == len(want["losses"]), (
         f"train_with_loader returned {len(got['losses'])} losses for {epochs} epochs of "
         f"{want['n_batches']} batches, expected {len(want['losses'])} (one per batch)."

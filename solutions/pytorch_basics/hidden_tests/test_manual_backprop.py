@@ -118,6 +118,7 @@ def test_train_manual_losses(compare, seed, device, dtype, shape, steps):
         lr=LR,
         steps=steps,
     )
+    assert got["losses"] is not None, probes.no_losses_message(got, "train_manual")
     assert_losses_close(
         got["losses"],
         want["losses"],

@@ -134,6 +134,7 @@ def _train(compare, seed, device, dtype, steps):
 def test_train_losses(compare, seed, device, dtype, steps):
     """train_two_layer_net: the losses of every step match the reference"""
     got, want = _train(compare, seed, device, dtype, steps)
+    assert got["losses"] is not None, probes.no_losses_message(got, "train_two_layer_net")
     assert_losses_close(
         got["losses"],
         want["losses"],
