@@ -41,3 +41,27 @@ bench: $(VENV)/.dev
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache
+
+# Gradescope image (needs a Docker engine; see docker/README.md).
+IMAGE ?= torch-grader-autograder
+DOCKER_BUILD := build/docker
+# Gradescope's default machine; raise both with the assignment's Autograder Settings.
+DOCKER_TEST_FLAGS ?= --cpus=0.5 --memory=768m
+
+.PHONY: docker docker-test
+
+docker: $(VENV)/.runtime
+	rm -rf $(DOCKER_BUILD)
+	$(PY) -m grader build autograder -o $(DOCKER_BUILD)/autograder.zip
+	$(PY) -m zipfile -e $(DOCKER_BUILD)/autograder.zip $(DOCKER_BUILD)/context
+	docker build -f docker/Dockerfile -t $(IMAGE) $(DOCKER_BUILD)/context
+
+docker-test: docker
+	rm -rf $(DOCKER_BUILD)/run
+	mkdir -p $(DOCKER_BUILD)/run/submission $(DOCKER_BUILD)/run/results
+	cp solutions/pytorch_basics/*.py $(DOCKER_BUILD)/run/submission/
+	docker run --rm $(DOCKER_TEST_FLAGS) \
+		-v "$(CURDIR)/$(DOCKER_BUILD)/run/submission:/autograder/submission" \
+		-v "$(CURDIR)/$(DOCKER_BUILD)/run/results:/autograder/results" \
+		$(IMAGE) /autograder/run_autograder
+	$(PY) -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r["output"]); print("score", r["score"]); sys.exit(abs(r["score"] - 100) > 1e-3)' $(DOCKER_BUILD)/run/results/results.json
