@@ -70,6 +70,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.add_argument("-a", "--assignment", help="assignment id (optional if only one)")
     build.add_argument("-o", "--output", type=Path, help="the zip to write")
+
+    check = commands.add_parser("check", help="run the public tests on your files")
+    check.add_argument(
+        "directory", nargs="?", type=Path, default=Path("."), help="your folder (default: .)"
+    )
+    check.add_argument("-a", "--assignment", help="assignment id (optional if only one)")
+    check.add_argument("--json", action="store_true", help="print the results as JSON")
+
+    submit = commands.add_parser("submit", help="check your files and zip them for Gradescope")
+    submit.add_argument(
+        "directory", nargs="?", type=Path, default=Path("."), help="your folder (default: .)"
+    )
+    submit.add_argument("-a", "--assignment", help="assignment id (optional if only one)")
+    submit.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="the zip to write (default: DIR/<assignment>_submission.zip)",
+    )
     return parser
 
 
@@ -122,8 +141,28 @@ def _run_build(args: argparse.Namespace, console: Console) -> ExitCode:
     return ExitCode.OK
 
 
+def _run_check(args: argparse.Namespace, console: Console) -> ExitCode:
+    from grader.check import check_command, print_check, print_check_json
+
+    result = check_command(args.directory, args.assignment)
+    if args.json:
+        print_check_json(result)
+    else:
+        print_check(result, console)
+    return ExitCode.OK if result.passed else ExitCode.FAILED
+
+
+def _run_submit(args: argparse.Namespace, console: Console) -> ExitCode:
+    from grader.submit import submit_command
+
+    submit_command(args.directory, args.assignment, output=args.output, console=console)
+    return ExitCode.OK
+
+
 RUNNERS = {
     "grade": _run_grade,
+    "check": _run_check,
+    "submit": _run_submit,
     "gradescope": _run_gradescope,
     "build": _run_build,
 }

@@ -81,3 +81,52 @@ def grade_to_report(
 
 def part_scores(report: dict[str, Any]) -> dict[str, float]:
     return {part: entry["score"] for part, entry in report["parts"].items()}
+
+
+def copy_starter_kit(destination: Path) -> Path:
+    """Copy grader/ and assignments/ (never solutions/) as a student's starter kit."""
+    ignore = shutil.ignore_patterns(
+        "__pycache__", "*.pyc", "*_submission.zip", ".ipynb_checkpoints"
+    )
+    for name in ("grader", "assignments"):
+        shutil.copytree(COURSE_ROOT / name, destination / name, ignore=ignore)
+    return destination
+
+
+@pytest.fixture
+def starter_kit(tmp_path: Path) -> Path:
+    """A fresh starter kit in tmp_path/kit, holding the untouched stubs."""
+    return copy_starter_kit(tmp_path / "kit")
+
+
+def run_kit_cli(
+    *args: str | Path, cwd: Path, pythonpath: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m grader ...` in a starter kit as a student would: no PYTHONPATH to the repo."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST") and k != "PYTHONPATH"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    env["COLUMNS"] = "100"  # rich wraps at the terminal width; keep lines comparable
+    return subprocess.run(
+        [sys.executable, "-m", "grader", *map(str, args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def notebook_with_part_code(notebook: Path, codes: dict[str, str], out: Path) -> Path:
+    """Write a copy of `notebook` whose marked cell of each part in `codes` holds that code."""
+    import nbformat
+
+    content = nbformat.read(notebook, as_version=4)
+    for cell in content.cells:
+        for tag in cell.get("metadata", {}).get("tags", []):
+            part_id = tag.removeprefix("part:")
+            if tag.startswith("part:") and part_id in codes:
+                cell.source = f"# part: {part_id}\n{codes[part_id]}"
+    nbformat.write(content, out)
+    return out

@@ -1,0 +1,281 @@
+"""`python -m grader check`, driven through the command line in a copy of the starter kit."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import (
+    PART_FILES,
+    SOLUTIONS_DIR,
+    copy_starter_kit,
+    notebook_with_part_code,
+    run_kit_cli,
+)
+
+from grader.assignment import Assignment, load_assignment
+from grader.check import locate_student_folder, run_public_tests
+from grader.public_report import PublicReport
+
+KIT_ASSIGNMENT = Path("assignments") / "pytorch_basics"
+SUBMISSIONS = Path(__file__).parent / "submissions"
+
+
+def copy_reference_into(kit: Path) -> Path:
+    folder = kit / KIT_ASSIGNMENT
+    for name in PART_FILES:
+        shutil.copy(SOLUTIONS_DIR / name, folder / name)
+    return folder
+
+
+def check_json(kit: Path, *args: str | Path) -> tuple[subprocess.CompletedProcess[str], Any]:
+    process = run_kit_cli("check", "--json", *args, cwd=kit)
+    assert process.stdout.startswith("{"), process.stdout + process.stderr
+    return process, json.loads(process.stdout)
+
+
+def table_rows(output: str) -> dict[str, str]:
+    """The rows of the per-part table, by part id."""
+    return {line.split()[1]: line for line in output.splitlines() if line.startswith("│ ")}
+
+
+def counted(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [test for test in data["tests"] if test["outcome"] != "skipped"]
+
+
+def test_kit_runs_its_own_grader_not_the_repository(starter_kit: Path) -> None:
+    process = subprocess.run(
+        [sys.executable, "-c", "import grader; print(grader.__file__)"],
+        cwd=starter_kit,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(process.stdout.strip()).is_relative_to(starter_kit)
+
+
+def test_stubs_fail_with_every_part_not_implemented_yet(starter_kit: Path) -> None:
+    # Run from inside the assignment folder, where `grader` is importable once the kit is
+    # installed (pip install -e .); PYTHONPATH to the kit stands in for that.
+    process = run_kit_cli(
+        "check", "--json", cwd=starter_kit / KIT_ASSIGNMENT, pythonpath=starter_kit
+    )
+    assert process.returncode == 1, process.stderr
+    data = json.loads(process.stdout)
+    assert data["passed"] is False and data["score"] == 0
+    assert Path(data["directory"]) == (starter_kit / KIT_ASSIGNMENT).resolve()
+    for part_id, part in data["parts"].items():
+        assert part["total"] > 0 and part["passed"] == 0, part_id
+        assert part["source"] == "file"
+    tests = counted(data)
+    assert {test["part"] for test in tests} == set(data["parts"])
+    for test in tests:
+        assert test["outcome"] == "not implemented yet", test
+        assert "not implemented yet" in test["message"]
+        assert "Traceback" not in test["message"]
+
+
+def test_reference_passes_with_full_public_score(starter_kit: Path) -> None:
+    copy_reference_into(starter_kit)
+    process, data = check_json(starter_kit)
+    assert process.returncode == 0, process.stdout
+    assert data["passed"] is True
+    assert data["score"] == data["max_score"] > 0
+    for part in data["parts"].values():
+        assert part["passed"] == part["total"] > 0
+        assert part["score"] == part["max_score"]
+    assert all(test["outcome"] == "passed" for test in counted(data))
+
+
+def test_failures_show_what_differed_and_a_hint_without_traceback(starter_kit: Path) -> None:
+    folder = copy_reference_into(starter_kit)
+    shutil.copy(
+        SUBMISSIONS / "manual-backprop-grad-w1-transposed" / "manual_backprop.py",
+        folder / "manual_backprop.py",
+    )
+    (folder / "device_benchmark.py").write_text("def pick_device(:\n", encoding="utf-8")
+    process = run_kit_cli("check", cwd=starter_kit)
+    assert process.returncode == 1
+    output = process.stdout
+    assert "FAILED" in output and "grad_w1" in output and "hint:" in output
+    assert "device_benchmark.py has a syntax error on line 1" in output
+    assert "Traceback" not in output and "AssertionError" not in output
+    assert "assert " not in output  # no pytest introspection
+    rows = table_rows(output)
+    assert "all passed" in rows["autograd_loop"] and "cannot run" in rows["device_benchmark"]
+
+
+def test_notebook_code_is_what_check_tests(starter_kit: Path) -> None:
+    notebook = starter_kit / KIT_ASSIGNMENT / "walkthrough.ipynb"
+    reference = (SOLUTIONS_DIR / "manual_backprop.py").read_text(encoding="utf-8")
+    code = "%timeit 1 + 1\n!pip install nothing\n" + reference
+    notebook_with_part_code(notebook, {"manual_backprop": code}, notebook)
+    process = run_kit_cli("check", cwd=starter_kit)
+    assert process.returncode == 1  # the other parts are still stubs
+    rows = table_rows(process.stdout)
+    assert "notebook" in rows["manual_backprop"] and "all passed" in rows["manual_backprop"]
+    for part in load_assignment(None).parts[1:]:
+        assert "file" in rows[part.id] and "not implemented yet" in rows[part.id]
+    assert "notebook code wins over the .py file" in " ".join(process.stdout.split())
+    assert "NotImplementedError" in process.stdout  # one summary line per stub part
+    assert "Traceback" not in process.stdout and process.stderr == ""
+
+
+def test_a_folder_without_the_assignment_is_a_clear_error(tmp_path: Path) -> None:
+    kit = copy_starter_kit(tmp_path / "kit")
+    empty = tmp_path / "elsewhere"
+    empty.mkdir()
+    process = run_kit_cli("check", empty, cwd=kit)
+    assert process.returncode == 1
+    assert "no file of pytorch_basics" in process.stderr
+    assert "manual_backprop.py" in process.stderr
+
+
+def only_manual_backprop_tests(tmp_path: Path) -> Assignment:
+    """The assignment with its public tests cut down to part 1's, to keep reruns cheap."""
+    assignment = load_assignment(None)
+    folder = tmp_path / "assignment"
+    (folder / "public_fixtures").mkdir(parents=True)
+    (folder / "public_tests").mkdir()
+    for name in ("conftest.py", "test_manual_backprop.py"):
+        shutil.copy(assignment.public_tests_dir / name, folder / "public_tests" / name)
+    fixture = Path("public_fixtures") / "manual_backprop.pt"
+    shutil.copy(assignment.directory / fixture, folder / fixture)
+    return dataclasses.replace(assignment, directory=folder)
+
+
+def test_crashes_and_hangs_cost_one_test_each(tmp_path: Path) -> None:
+    folder = tmp_path / "student"
+    folder.mkdir()
+    shutil.copy(SOLUTIONS_DIR / "manual_backprop.py", folder)
+    with (folder / "manual_backprop.py").open("a", encoding="utf-8") as handle:
+        handle.write(
+            "\n\n_reference = forward_backward\n\n"
+            "def forward_backward(x, y, w1, w2):\n"
+            "    if x.shape[0] == 11:\n"
+            "        while True:\n"
+            "            pass\n"
+            "    if x.shape[0] == 64:\n"
+            "        import os\n"
+            "        os._exit(7)\n"
+            "    return _reference(x, y, w1, w2)\n"
+        )
+    assignment = only_manual_backprop_tests(tmp_path)
+    tests, error = run_public_tests(folder, assignment, tmp_path, timeout_s=5)
+    assert error == ""
+    outcomes = {test.name: test.outcome for test in tests if test.outcome != "skipped"}
+    hung = "forward_backward's gradients agree with autograd on a fresh problem [cpu]"
+    crashed = "train_manual reduces the loss on the lecture's running example (64, 1000, 100, 10)"
+    assert outcomes.pop(hung) == "timeout"
+    assert outcomes.pop(crashed) == "error"
+    assert "exit code 7" in next(t.message for t in tests if t.name == crashed)
+    # Every other test ran, in a fresh process after the hang and after the crash.
+    assert outcomes and set(outcomes.values()) == {"passed"}
+
+
+@pytest.mark.parametrize("where", ["root", "inside"])
+def test_assignment_folder_is_found_from_root_or_inside(tmp_path: Path, where: str) -> None:
+    assignment = load_assignment(None)
+    kit = tmp_path / "kit"
+    folder = kit / KIT_ASSIGNMENT
+    (folder / "public_tests").mkdir(parents=True)
+    (folder / "assignment.toml").write_text("", encoding="utf-8")
+    (folder / "manual_backprop.py").write_text("", encoding="utf-8")
+    start = kit if where == "root" else folder / "public_tests"
+    assert locate_student_folder(start, assignment) == folder.resolve()
+
+
+STUDENT_CODE = """\
+def stub():
+    raise NotImplementedError("stub: not implemented yet")
+
+
+def wrapped():
+    try:
+        stub()
+    except NotImplementedError as error:
+        raise RuntimeError("wrapped") from error
+
+
+def crash():
+    return [1][3]
+
+
+def leave():
+    raise SystemExit(0)
+"""
+
+
+def raise_bare_assertion() -> None:
+    raise AssertionError()
+
+
+def raise_assertion_with_hint() -> None:
+    raise AssertionError("grad_w1: shape (1,), expected (2,).\nHint: Transpose it.")
+
+
+def unpack_none() -> None:
+    _loss, _grad = None
+
+
+@pytest.fixture
+def describe(tmp_path: Path) -> Iterator[Callable[[str], dict[str, str]]]:
+    """Raise from the student's file or from this test file; return the plugin's verdict."""
+    student = tmp_path / "student"
+    student.mkdir()
+    (student / "part.py").write_text(STUDENT_CODE, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("part_under_test", student / "part.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    report = PublicReport(tmp_path / "events.jsonl", str(student))
+    local = {f.__name__: f for f in (raise_bare_assertion, raise_assertion_with_hint, unpack_none)}
+
+    def run(name: str) -> dict[str, str]:
+        try:
+            (local.get(name) or getattr(module, name))()
+        except BaseException as error:
+            return report.describe(pytest.ExceptionInfo.from_exception(error), "call")
+        raise AssertionError(f"{name} did not raise")
+
+    yield run
+    report.close()
+
+
+def test_student_messages(describe: Callable[[str], dict[str, str]]) -> None:
+    assert describe("stub") == {
+        "outcome": "not implemented yet",
+        "message": "stub: not implemented yet",
+        "hint": "",
+    }
+    assert describe("wrapped")["outcome"] == "not implemented yet"
+    crash = describe("crash")
+    assert crash["outcome"] == "error"
+    assert crash["message"] == (
+        "Your code raised IndexError: list index out of range (line 13 of part.py)."
+    )
+    leave = describe("leave")
+    assert "called sys.exit()" in leave["message"] and "line 17 of part.py" in leave["message"]
+    hinted = describe("raise_assertion_with_hint")
+    assert hinted == {
+        "outcome": "failed",
+        "message": "grad_w1: shape (1,), expected (2,).",
+        "hint": "Transpose it.",
+    }
+    bare = describe("raise_bare_assertion")
+    assert bare["outcome"] == "failed"
+    assert bare["message"].startswith("This check failed: `raise AssertionError()` (test_check.py")
+    unpacked = describe("unpack_none")
+    assert unpacked["outcome"] == "error"
+    assert unpacked["message"].startswith("TypeError: cannot unpack non-iterable NoneType")
+    assert "while the test ran `_loss, _grad = None`" in unpacked["message"]
+    assert "docstring" in unpacked["hint"]
