@@ -182,13 +182,15 @@ def locate_student_folder(directory: Path, assignment: Assignment) -> Path:
 
 
 def check_command(directory: Path, assignment_name: str | None) -> CheckResult:
-    """Find the student's files under `directory` and run the public tests on them."""
+    """Find the student's files under `directory` (or take a .zip/.ipynb) and test them."""
     assignment = resolve_assignment(assignment_name, directory)
+    if directory.is_file() and directory.suffix.lower() in (".zip", ".ipynb"):
+        return check_folder(directory, assignment)  # exactly what would be uploaded
     return check_folder(locate_student_folder(directory, assignment), assignment)
 
 
 def check_folder(student_dir: Path, assignment: Assignment) -> CheckResult:
-    """Prepare the student's folder as `grade` would, then run the public tests on it."""
+    """Prepare the student's folder (or zip, or notebook) as `grade` would, then test it."""
     with tempfile.TemporaryDirectory(prefix="grader-check-") as temporary:
         workdir = Path(temporary)
         prepared = prepare_submission(student_dir, assignment, workdir / "submission")

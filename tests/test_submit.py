@@ -154,3 +154,24 @@ def test_every_stub_function_of_the_kit_is_detected() -> None:
         "ParallelBlock.forward",
         "train_two_layer_net",
     }
+
+
+def test_check_accepts_the_zip_it_would_upload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import grader.check
+
+    tested: list[Path] = []
+
+    def fake_run(student_dir: Path, *args: object, **kwargs: object) -> tuple[list[object], str]:
+        tested.extend(sorted(student_dir.iterdir()))
+        return [], ""
+
+    monkeypatch.setattr(grader.check, "run_public_tests", fake_run)
+    archive = tmp_path / ZIP_NAME
+    with zipfile.ZipFile(archive, "w") as handle:
+        write_zip([SOLUTIONS_DIR / name for name in PART_FILES], handle)
+    result = grader.check.check_command(archive, None)
+    assert result.directory == archive
+    assert [path.name for path in tested] == sorted(PART_FILES)
+    assert {part.source for part in result.parts} == {"file"}
