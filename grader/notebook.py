@@ -151,17 +151,30 @@ def _only_imports_own_files(source: str, own_modules: set[str]) -> bool:
     return all(_imports_module(node, own_modules) for node in tree.body)
 
 
-def _global_names_used(code: str) -> set[str]:
-    """Names the code looks up as globals without binding them itself (not builtins)."""
+def _symbols(code: str) -> symtable.SymbolTable | None:
     try:
-        table = symtable.symtable(code, "<cell>", "exec")
+        return symtable.symtable(code, "<cell>", "exec")
     except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _top_level_names(code: str) -> set[str]:
+    """The names the code binds at module level (assignments, imports, defs, classes)."""
+    table = _symbols(code)
+    if table is None:
         return set()
-    bound = {
+    return {
         symbol.get_name()
         for symbol in table.get_symbols()
         if symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
     }
+
+
+def _global_names_used(code: str) -> set[str]:
+    """Names the code looks up as globals without binding them itself (not builtins)."""
+    table = _symbols(code)
+    if table is None:
+        return set()
     used: set[str] = set()
     pending = [table]
     while pending:
@@ -171,7 +184,7 @@ def _global_names_used(code: str) -> set[str]:
             is_module = scope.get_type() == "module"
             if symbol.is_referenced() and (is_module or symbol.is_global()):
                 used.add(symbol.get_name())
-    return used - bound - BUILTIN_NAMES
+    return used - _top_level_names(code) - BUILTIN_NAMES
 
 
 @dataclass(frozen=True)
@@ -199,13 +212,14 @@ def _read_setup_cells(cells: Iterable[nbformat.NotebookNode], own_modules: set[s
                 text = ast.get_source_segment(source, node)
                 if text and all(text != seen for seen, _ in imports):
                     imports.append((text, _bound_names(node)))
-            else:
-                assigns = isinstance(node, ast.Assign | ast.AnnAssign)
-                for child in ast.walk(node) if assigns else [node]:
-                    if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
-                        other_names.add(child.id)
-                if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
-                    other_names.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                other_names |= {
+                    child.id
+                    for child in ast.walk(node)
+                    if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store)
+                }
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                other_names.add(node.name)
     return _SetupCells(imports, other_names)
 
 
@@ -236,7 +250,7 @@ def _clean_cell(source: str, part: Part) -> _CellCode:
         if is_future:
             future.append(ast.get_source_segment(code, node) or "")
         elif isinstance(node, ast.ImportFrom):
-            own_names |= {alias.asname or alias.name for alias in node.names}
+            own_names |= {alias.asname or alias.name for alias in node.names} - {"*"}
         end = node.end_lineno or node.lineno
         for index in range(node.lineno - 1, end):
             lines[index] = ""  # blank, not deleted, so line numbers still match the cell
@@ -305,18 +319,6 @@ def _extract_part(
     header = f"# Extracted by the grader from the notebook cell(s) marked part:{part.id}.\n"
     text = header + "".join(line + "\n" for line in future + imports) + "\n" + code + "\n"
     return text, notes
-
-
-def _top_level_names(code: str) -> set[str]:
-    try:
-        table = symtable.symtable(code, "<cell>", "exec")
-    except (SyntaxError, ValueError, RecursionError):
-        return set()
-    return {
-        symbol.get_name()
-        for symbol in table.get_symbols()
-        if symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace()
-    }
 
 
 def merge_notebook_parts(
