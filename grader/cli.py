@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from enum import IntEnum
@@ -37,6 +38,16 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(f"--seed takes a whole number, got {text!r}") from None
     if not 0 <= value < 2**63:
         raise argparse.ArgumentTypeError(f"--seed must be between 0 and 2**63-1, got {value}")
+    return value
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--workers takes a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--workers must be at least 1, got {value}")
     return value
 
 
@@ -89,6 +100,21 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="the zip to write (default: DIR/<assignment>_submission.zip)",
     )
+    batch = commands.add_parser("batch", help="grade every submission under DIR in parallel")
+    batch.add_argument(
+        "directory",
+        type=Path,
+        help="one folder, .zip or notebook per student, or a Gradescope export",
+    )
+    batch.add_argument("-a", "--assignment", help="assignment id (optional if only one)")
+    batch.add_argument("--workers", type=_workers, help="parallel graders (default: one per core)")
+    batch.add_argument("--out", type=Path, help="reports and summary (default: DIR/../grading-out)")
+    batch.add_argument("--csv", type=Path, help="the gradebook (default: OUT/gradebook.csv)")
+    batch.add_argument("--force", action="store_true", help="regrade already graded submissions")
+    batch.add_argument("--executor", default="local", choices=("local", "ray"))
+    batch.add_argument("--address", help="Ray cluster address (default: start a local instance)")
+    batch.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    batch.add_argument("--seed", type=_seed, help="the seed for every submission")
     return parser
 
 
@@ -159,8 +185,33 @@ def _run_submit(args: argparse.Namespace, console: Console) -> ExitCode:
     return ExitCode.OK
 
 
+def _run_batch(args: argparse.Namespace, console: Console) -> ExitCode:
+    from grader.batch import BatchOptions, default_out_dir, run_batch
+
+    assignment = load_assignment(args.assignment)
+    out_dir = args.out or default_out_dir(args.directory)
+    options = BatchOptions(
+        root=args.directory,
+        out_dir=out_dir,
+        csv_path=args.csv or out_dir / "gradebook.csv",
+        workers=args.workers or os.cpu_count() or 1,
+        force=args.force,
+        executor=args.executor,
+        address=args.address,
+        device=args.device,
+        seed=args.seed,
+    )
+    try:
+        outcome = run_batch(options, assignment, console)
+    except KeyboardInterrupt:
+        print("interrupted: run the same command again to grade the rest", file=sys.stderr)
+        return ExitCode.FAILED
+    return ExitCode.FAILED if outcome.failed else ExitCode.OK
+
+
 RUNNERS = {
     "grade": _run_grade,
+    "batch": _run_batch,
     "check": _run_check,
     "submit": _run_submit,
     "gradescope": _run_gradescope,

@@ -1,0 +1,923 @@
+"""`batch`: grade every submission under a folder in parallel, resumably, into a gradebook.
+
+The coordinator (this process) never imports torch or runs student code: it finds the
+submissions, decides which still need grading, hands them to worker processes, writes each
+`report.json` as it arrives, and builds the gradebook and the staff summary from the reports
+on disk. Each worker imports torch once and keeps one pytest loop and one sandbox fork
+server warm for every submission it grades, so a submission costs its tests, not a Python
+start. A worker that dies costs the submission it held (its row says "grader error") and is
+replaced; the other submissions go on.
+
+`--executor ray` runs the same per-submission work as Ray tasks on a Ray cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import ctypes
+import functools
+import io
+import json
+import logging
+import os
+import re
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from grader.assignment import COURSE_ROOT, Assignment, load_assignment
+from grader.atomic import write_json_atomic, write_text_atomic
+from grader.errors import GraderError, SubmissionError, UsageError
+from grader.submission import JUNK_DIRS, prepare_submission
+
+if TYPE_CHECKING:
+    from grader.sandbox import Sandbox
+
+log = logging.getLogger(__name__)
+
+METADATA_FILE = "submission_metadata.yml"
+SUBMISSION_SUFFIXES = (".zip", ".ipynb")
+REPORT_NAME = "report.json"
+STATE_FILE = "batch.json"
+EXECUTORS = ("local", "ray")
+# A worker that holds one submission longer than this many test time limits is stuck.
+WATCHDOG_TEST_LIMITS = 60
+# Workers that die before grading anything, in a row, before the batch gives up.
+MAX_FAILED_STARTS = 3
+# How long an idle worker gets to shut its fork server down before it is killed.
+STOP_TIMEOUT_S = 10.0
+POLL_S = 5.0
+PR_SET_PDEATHSIG = 1
+
+Report = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Submitter:
+    name: str
+    email: str = ""
+    sid: str = ""
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One submission under the batch folder."""
+
+    key: str  # unique; names the submission's folder in --out
+    path: Path
+    submitters: tuple[Submitter, ...] = ()
+
+    @property
+    def student(self) -> str:
+        return "; ".join(s.name for s in self.submitters if s.name) or self.key
+
+    @property
+    def email(self) -> str:
+        return "; ".join(s.email for s in self.submitters if s.email)
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    root: Path
+    out_dir: Path
+    csv_path: Path
+    workers: int
+    force: bool = False
+    executor: str = "local"
+    address: str | None = None
+    device: str = "auto"
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """What every worker needs to grade like `grade` does; travels as JSON."""
+
+    assignment: str
+    device: str
+    seed: int
+    hide: tuple[str, ...] = ()
+    # Where workers make their scratch folders ("" = the system's); the coordinator removes
+    # it at the end, so even a killed worker leaves nothing behind.
+    scratch: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkerConfig:
+        data = json.loads(text)
+        return cls(
+            assignment=str(data["assignment"]),
+            device=str(data["device"]),
+            seed=int(data["seed"]),
+            hide=tuple(str(p) for p in data["hide"]),
+            scratch=str(data.get("scratch", "")),
+        )
+
+
+@dataclass
+class BatchOutcome:
+    items: list[BatchItem]
+    skipped: list[str] = field(default_factory=list)
+    graded: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    seed: int = 0
+
+
+# -- finding submissions ---------------------------------------------------------------------
+
+
+def read_gradescope_metadata(path: Path) -> dict[str, tuple[Submitter, ...]]:
+    """Submission folder -> its submitters, from Gradescope's `submission_metadata.yml`.
+
+    Parsed as data only: PyYAML's safe loader where it is installed, else a reader that
+    understands just the submitters' names, emails and ids. Never executes anything.
+    """
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        import yaml
+
+        data = yaml.safe_load(text)
+    except ImportError:
+        return _read_metadata_minimal(text)
+    except Exception as error:  # e.g. Ruby object tags the safe loader refuses
+        log.debug("%s: safe YAML loading failed (%s); reading it line by line", path, error)
+        return _read_metadata_minimal(text)
+    if not isinstance(data, dict):
+        return {}
+    people: dict[str, tuple[Submitter, ...]] = {}
+    for folder, entry in data.items():
+        if not isinstance(entry, dict):
+            continue
+        entry = {str(k).lstrip(":"): v for k, v in entry.items()}
+        submitters = entry.get("submitters")
+        if not isinstance(submitters, list):
+            continue
+        found = []
+        for person in submitters:
+            if isinstance(person, dict):
+                fields = {str(k).lstrip(":"): v for k, v in person.items()}
+                found.append(
+                    Submitter(
+                        name=_text(fields.get("name")),
+                        email=_text(fields.get("email")),
+                        sid=_text(fields.get("sid")),
+                    )
+                )
+        people[str(folder)] = tuple(found)
+    return people
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value).strip()
+
+
+_TOP_KEY = re.compile(r"""^(['"]?)([^'"]+?)\1:\s*$""")
+_SUBMITTERS = re.compile(r"^:?submitters:\s*$")
+_PERSON_FIELD = re.compile(r"^:?(name|email|sid):\s*(.*?)\s*$")
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _read_metadata_minimal(text: str) -> dict[str, tuple[Submitter, ...]]:
+    """Read only `folder: / :submitters: / - :name: ...` from Gradescope's export metadata."""
+    people: dict[str, list[dict[str, str]]] = {}
+    folder: str | None = None
+    list_indent: int | None = None  # indent of the submitters' "- " lines
+    field_indent = -1
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        indent = len(raw) - len(raw.lstrip(" "))
+        if indent == 0:
+            match = _TOP_KEY.match(line)
+            folder = match.group(2) if match else None
+            if folder is not None:
+                people[folder] = []
+            list_indent = None
+            continue
+        if folder is None:
+            continue
+        if list_indent is None:
+            if _SUBMITTERS.match(line):
+                list_indent = -1  # known once the first "- " line arrives
+            continue
+        if line.startswith("-") and (list_indent in (-1, indent)):
+            list_indent = indent
+            people[folder].append({})
+            line = line[1:].strip()
+            field_indent = indent + 2
+        elif list_indent >= 0 and (indent < list_indent or indent == list_indent):
+            list_indent = None  # the submitters list ended
+            continue
+        elif indent != field_indent:
+            continue
+        match = _PERSON_FIELD.match(line)
+        if match and people[folder]:
+            people[folder][-1][match.group(1)] = _unquote(match.group(2))
+    return {
+        key: tuple(
+            Submitter(name=p.get("name", ""), email=p.get("email", ""), sid=p.get("sid", ""))
+            for p in found
+        )
+        for key, found in people.items()
+    }
+
+
+def _export_root(root: Path) -> Path:
+    """Gradescope's export unzips to one `assignment_..._export` folder: look inside it."""
+    if (root / METADATA_FILE).is_file():
+        return root
+    children = [c for c in root.iterdir() if not c.name.startswith(".")]
+    if len(children) == 1 and (children[0] / METADATA_FILE).is_file():
+        return children[0]
+    return root
+
+
+def discover_submissions(
+    root: Path, assignment: Assignment, *, exclude: Iterable[Path] = ()
+) -> list[BatchItem]:
+    """One item per student folder, .zip or notebook under `root` (or a Gradescope export)."""
+    if not root.is_dir():
+        raise UsageError(
+            f"{root} is not a folder: pass the folder that holds one folder, .zip or notebook "
+            "per student (or Gradescope's unzipped 'Export Submissions' folder)."
+        )
+    root = _export_root(root)
+    names = {p.name for p in root.iterdir()}
+    if names & set(assignment.files):
+        raise UsageError(
+            f"{root} holds {', '.join(sorted(names & set(assignment.files)))} itself, so it "
+            "looks like one submission; grade it with `python -m grader grade`, or pass the "
+            "folder that holds one entry per student."
+        )
+    metadata = root / METADATA_FILE
+    people = read_gradescope_metadata(metadata) if metadata.is_file() else {}
+    skip = {p.resolve() for p in exclude}
+    entries = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith(".") or entry.name in JUNK_DIRS or entry.resolve() in skip:
+            continue
+        if entry.is_symlink():
+            log.warning("skipping %s: links are not followed", entry)
+            continue
+        if entry.is_dir() or (entry.is_file() and entry.suffix.lower() in SUBMISSION_SUFFIXES):
+            entries.append(entry)
+    if not entries:
+        raise UsageError(
+            f"no submissions under {root}: expected one folder, .zip or .ipynb per student."
+        )
+    stems: dict[str, int] = {}
+    for entry in entries:
+        stem = entry.stem if entry.is_file() else entry.name
+        stems[stem] = stems.get(stem, 0) + 1
+    items = []
+    for entry in entries:
+        stem = entry.stem if entry.is_file() else entry.name
+        key = stem if stems[stem] == 1 else entry.name
+        submitters = people.get(entry.name) or people.get(stem) or ()
+        items.append(BatchItem(key=key, path=entry, submitters=submitters))
+    return items
+
+
+# -- resuming --------------------------------------------------------------------------------
+
+
+def report_path(out_dir: Path, item: BatchItem) -> Path:
+    return out_dir / item.key / REPORT_NAME
+
+
+def read_report(path: Path) -> Report | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def submission_fingerprint(path: Path, assignment: Assignment) -> str:
+    """The sha256 that `grade` records for this submission ("" if it cannot be read)."""
+    with tempfile.TemporaryDirectory(prefix="grader-fingerprint-") as scratch:
+        try:
+            return prepare_submission(path, assignment, Path(scratch)).sha256
+        except SubmissionError:
+            return ""
+
+
+def is_up_to_date(
+    report: Report | None, *, assignment: Assignment, seed: int, device: str, fingerprint: str
+) -> bool:
+    """Whether a report on disk already grades this very submission the way we would now."""
+    if report is None or report.get("grader_error"):
+        return False
+    submission = report.get("submission")
+    return (
+        report.get("assignment") == assignment.id
+        and report.get("seed") == seed
+        and (device == "auto" or report.get("device") == device)
+        and isinstance(submission, dict)
+        and bool(fingerprint)
+        and submission.get("sha256") == fingerprint
+    )
+
+
+def _batch_seed(out_dir: Path, assignment: Assignment, requested: int | None) -> int:
+    """--seed, else the seed of the batch being resumed, else a fresh one."""
+    if requested is not None:
+        return requested
+    state = read_report(out_dir / STATE_FILE)
+    if state and state.get("assignment") == assignment.id and isinstance(state.get("seed"), int):
+        return int(state["seed"])
+    return secrets.randbelow(2**31)
+
+
+# -- the per-process grader ------------------------------------------------------------------
+
+
+class GradingWorker:
+    """One warm grading process: torch imported once, one fork server for every submission."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        from grader.grade import GradeSettings, resolve_device, sandbox_settings
+        from grader.sandbox import Sandbox
+
+        self.assignment = load_assignment(config.assignment)
+        self.settings = GradeSettings(
+            device=config.device, seed=config.seed, hide=tuple(Path(p) for p in config.hide)
+        )
+        device = resolve_device(config.device)
+        self._workdir = Path(tempfile.mkdtemp(prefix="grader-batch-", dir=config.scratch or None))
+        # Traversable (not listable) so the sandbox user can reach its own job folders.
+        self._workdir.chmod(0o711)
+        self.sandbox: Sandbox = Sandbox(
+            sandbox_settings(self.assignment, self.settings, device), {}, self._workdir / "sandbox"
+        )
+        self.sandbox.start()
+
+    def grade(self, path: Path) -> Report:
+        from grader.grade import grade_submission
+        from grader.report import report_dict
+
+        result = grade_submission(path, self.assignment, self.settings, sandbox=self.sandbox)
+        return report_dict(result)
+
+    def close(self) -> None:
+        self.sandbox.close()
+        shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+def crashed_report(assignment: Assignment, message: str, *, seed: int, device: str) -> Report:
+    """The report of a submission whose worker died or hung: 0 points, a grader error."""
+    from grader.grade import crashed_result
+    from grader.report import report_dict
+
+    return report_dict(crashed_result(assignment, message, seed=seed, device=device))
+
+
+def _die_with_parent(parent: int) -> None:
+    """Exit when the coordinator does, even if it is killed without a chance to clean up."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)  # the coordinator was already gone before the line above took effect
+
+
+def serve_worker(parent: int) -> int:
+    """A worker's main loop: a config line, then one JSON job per line on stdin."""
+    _die_with_parent(parent)
+    # Replies go on a private copy of stdout; anything else printed lands in the worker log.
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+
+    def reply(message: dict[str, Any]) -> None:
+        replies.write(json.dumps(message) + "\n")
+        replies.flush()
+
+    config = WorkerConfig.from_json(sys.stdin.readline())
+    try:
+        worker = GradingWorker(config)
+    except Exception as error:
+        log.exception("worker start failed")
+        reply({"event": "failed", "message": f"{type(error).__name__}: {error}"})
+        return 1
+    reply({"event": "ready"})
+    try:
+        for line in sys.stdin:
+            job = json.loads(line)
+            done: dict[str, Any] = {"event": "done", "key": job["key"]}
+            try:
+                done["report"] = worker.grade(Path(job["path"]))
+            except Exception as error:  # the grader's own failure; the coordinator records it
+                log.exception("grading %s failed", job["path"])
+                done["error"] = f"{type(error).__name__}: {error}"
+            reply(done)
+    finally:
+        worker.close()
+    return 0
+
+
+# -- executors -------------------------------------------------------------------------------
+
+OnDone = Callable[[BatchItem, Report], None]
+
+
+@dataclass
+class _WorkerProcess:
+    slot: int
+    process: subprocess.Popen[bytes]
+    ready: bool = False
+    item: BatchItem | None = None
+    since: float = 0.0
+    buffer: bytes = b""
+    graded: int = 0
+
+
+class LocalExecutor:
+    """Worker processes on this machine, each grading one submission at a time."""
+
+    def __init__(
+        self, config: WorkerConfig, assignment: Assignment, *, workers: int, log_dir: Path
+    ) -> None:
+        self.config = config
+        self.assignment = assignment
+        self.workers = workers
+        self.log_dir = log_dir
+        self.watchdog_s = assignment.limits.timeout_s * WATCHDOG_TEST_LIMITS
+        self._selector = selectors.DefaultSelector()
+        self._failed_starts = 0
+
+    def run(self, items: list[BatchItem], on_done: OnDone) -> None:
+        scratch = Path(tempfile.mkdtemp(prefix="grader-batch-"))
+        scratch.chmod(0o711)  # the sandbox users reach their job folders through it
+        self.config = replace(self.config, scratch=str(scratch))
+        queue = deque(items)
+        pool: list[_WorkerProcess] = []
+        try:
+            for slot in range(min(self.workers, len(items))):
+                pool.append(self._start(slot))
+            while queue or any(w.item for w in pool):
+                for worker in pool:
+                    if worker.ready and worker.item is None and queue:
+                        self._assign(worker, queue.popleft())
+                for worker, lines, ended in self._wait(pool):
+                    for message in lines:
+                        self._handle(worker, message, on_done)
+                    if ended:
+                        pool[pool.index(worker)] = self._replace(worker, on_done, queue)
+                for worker in pool:
+                    if worker.item and time.monotonic() - worker.since > self.watchdog_s:
+                        hung = (
+                            f"Grading stopped after {self.watchdog_s:g} s without finishing; "
+                            "the grader, not the submission's own tests, hung."
+                        )
+                        pool[pool.index(worker)] = self._replace(
+                            worker, on_done, queue, message=hung
+                        )
+            for worker in pool:
+                self._stop(worker)
+        finally:
+            for worker in pool:
+                self._kill(worker)
+            self._selector.close()
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _start(self, slot: int) -> _WorkerProcess:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        # One intra-op thread per torch process, so workers do not fight over the cores.
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(COURSE_ROOT))
+        with (self.log_dir / f"worker-{slot}.log").open("ab") as log_file:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    "import sys; from grader.batch import serve_worker; "
+                    "sys.exit(serve_worker(int(sys.argv[1])))",
+                    str(os.getpid()),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log_file,
+                cwd=COURSE_ROOT,
+                env=env,
+                start_new_session=True,  # Ctrl-C reaches the coordinator, which stops workers
+            )
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write((self.config.to_json() + "\n").encode())
+        process.stdin.flush()
+        os.set_blocking(process.stdout.fileno(), False)
+        worker = _WorkerProcess(slot=slot, process=process)
+        self._selector.register(process.stdout, selectors.EVENT_READ, worker)
+        return worker
+
+    def _assign(self, worker: _WorkerProcess, item: BatchItem) -> None:
+        assert worker.process.stdin is not None
+        worker.item, worker.since = item, time.monotonic()
+        job = {"key": item.key, "path": str(item.path.resolve())}
+        try:
+            worker.process.stdin.write((json.dumps(job) + "\n").encode())
+            worker.process.stdin.flush()
+        except BrokenPipeError:
+            pass  # its end shows up as end-of-file on the next wait
+
+    def _wait(
+        self, pool: list[_WorkerProcess]
+    ) -> Iterator[tuple[_WorkerProcess, list[dict[str, Any]], bool]]:
+        busy = [w.since for w in pool if w.item]
+        timeout = POLL_S
+        if busy:
+            timeout = min(timeout, max(0.0, min(busy) + self.watchdog_s - time.monotonic()))
+        for key, _ in self._selector.select(timeout=timeout):
+            worker: _WorkerProcess = key.data
+            chunk = os.read(key.fd, 1 << 20)
+            worker.buffer += chunk
+            *complete, worker.buffer = worker.buffer.split(b"\n")
+            messages = []
+            for line in complete:
+                with contextlib.suppress(ValueError):
+                    message = json.loads(line)
+                    if isinstance(message, dict):
+                        messages.append(message)
+            yield worker, messages, not chunk
+
+    def _handle(self, worker: _WorkerProcess, message: dict[str, Any], on_done: OnDone) -> None:
+        event = message.get("event")
+        if event == "ready":
+            worker.ready = True
+            self._failed_starts = 0
+        elif event == "failed":
+            log.error("worker %d could not start: %s", worker.slot, message.get("message"))
+        elif event == "done" and worker.item and message.get("key") == worker.item.key:
+            item, worker.item = worker.item, None
+            worker.graded += 1
+            report = message.get("report")
+            if not isinstance(report, dict):
+                report = self._crash(f"The grader failed: {message.get('error', 'no report')}")
+            on_done(item, report)
+
+    def _replace(
+        self,
+        worker: _WorkerProcess,
+        on_done: OnDone,
+        queue: deque[BatchItem],
+        *,
+        message: str = "",
+    ) -> _WorkerProcess:
+        """Record the lost submission, if any, and start a fresh worker in the same slot."""
+        self._kill(worker)
+        status = worker.process.returncode
+        if not worker.ready:
+            self._failed_starts += 1
+            if self._failed_starts >= MAX_FAILED_STARTS:
+                worker_log = self.log_dir / f"worker-{worker.slot}.log"
+                raise GraderError(
+                    f"batch workers keep failing to start; {worker_log} ends with:\n"
+                    + _tail(worker_log)
+                )
+        if worker.item is not None:
+            item, worker.item = worker.item, None
+            on_done(
+                item,
+                self._crash(
+                    message
+                    or f"The grading worker stopped (exit status {status}) while grading this "
+                    "submission; its other submissions were not affected."
+                ),
+            )
+        return self._start(worker.slot) if queue else worker
+
+    def _crash(self, message: str) -> Report:
+        return crashed_report(
+            self.assignment, message, seed=self.config.seed, device=self.config.device
+        )
+
+    def _stop(self, worker: _WorkerProcess) -> None:
+        """Let an idle worker close its fork server and scratch folder, then reap it."""
+        if worker.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                worker.process.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            worker.process.wait(timeout=STOP_TIMEOUT_S)
+
+    def _kill(self, worker: _WorkerProcess) -> None:
+        process = worker.process
+        with contextlib.suppress(KeyError, ValueError):
+            assert process.stdout is not None
+            self._selector.unregister(process.stdout)
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+def _tail(path: Path, limit: int = 2000) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[-limit:]
+    except OSError:
+        return ""
+
+
+@functools.lru_cache(maxsize=1)
+def _ray_process_worker(config_json: str) -> GradingWorker:
+    """This Ray worker process's warm grader.
+
+    Ray reuses a worker process for many tasks, so keeping the grader here pays `import
+    torch` and the fork server's start once per process, as the local workers do.
+    """
+    return GradingWorker(WorkerConfig.from_json(config_json))
+
+
+def grade_in_ray(config_json: str, path: str) -> Report:
+    """The body of one Ray task: grade one submission, return its report."""
+    if not Path(path).exists():
+        raise GraderError(
+            f"{path} is not visible on this Ray node; `batch --executor ray` needs the "
+            "submissions (and the course folder) at the same path on every node."
+        )
+    return _ray_process_worker(config_json).grade(Path(path))
+
+
+def _ray_environment() -> dict[str, str]:
+    """What Ray workers need from here: the course checkout, and the grader's own settings."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("GRADER_")}
+    env["PYTHONPATH"] = str(COURSE_ROOT)
+    return env
+
+
+class RayExecutor:
+    """Ray tasks on an existing cluster (`address`), or on a local instance started here."""
+
+    def __init__(
+        self,
+        config: WorkerConfig,
+        assignment: Assignment,
+        *,
+        workers: int,
+        address: str | None,
+    ) -> None:
+        self.config = config
+        self.assignment = assignment
+        self.workers = workers
+        self.address = address
+
+    def run(self, items: list[BatchItem], on_done: OnDone) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise UsageError(
+                "--executor ray needs Ray: pip install 'torch-grader[ray]' (or pip install ray)."
+            ) from None
+        ray.init(
+            address=self.address,
+            num_cpus=self.workers if self.address is None else None,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            runtime_env={"env_vars": _ray_environment()},
+        )
+        try:
+            self._run(ray, items, on_done)
+        finally:
+            ray.shutdown()
+
+    def _run(self, ray: Any, items: list[BatchItem], on_done: OnDone) -> None:
+        device = self.config.device
+        if device == "auto":
+            device = "cuda" if ray.cluster_resources().get("GPU", 0) > 0 else "cpu"
+        config = replace(self.config, device=device)
+        # A grading task is not idempotent enough to retry blindly: a crash is recorded.
+        task = ray.remote(grade_in_ray).options(
+            num_cpus=1, num_gpus=1 if device == "cuda" else 0, max_retries=0
+        )
+        pending = {task.remote(config.to_json(), str(item.path.resolve())): item for item in items}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                item = pending.pop(ref)
+                try:
+                    report = ray.get(ref)
+                except Exception as error:  # a crashed worker or the grader's own failure
+                    report = crashed_report(
+                        self.assignment,
+                        f"The Ray task grading this submission failed: {_first_line(error)}",
+                        seed=config.seed,
+                        device=device,
+                    )
+                on_done(item, report)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:500] if text else type(error).__name__
+
+
+# -- the gradebook ---------------------------------------------------------------------------
+
+STATUS_GRADED = "graded"
+STATUS_NO_FILES = "no files"
+STATUS_GRADER_ERROR = "grader error"
+STATUS_NOT_GRADED = "not graded"
+# Spreadsheet programs run cells that start with these as formulas.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def report_status(report: Report | None) -> str:
+    if report is None:
+        return STATUS_NOT_GRADED
+    if report.get("grader_error"):
+        return STATUS_GRADER_ERROR
+    submission = report.get("submission")
+    if not isinstance(submission, dict) or not submission.get("files"):
+        return STATUS_NO_FILES
+    return STATUS_GRADED
+
+
+def _cell(text: str) -> str:
+    """A text cell no spreadsheet will run as a formula (student names are student-chosen)."""
+    return f"'{text}" if text.startswith(_FORMULA_START) else text
+
+
+def gradebook_rows(
+    items: list[BatchItem], reports: dict[str, Report | None], assignment: Assignment
+) -> list[dict[str, str]]:
+    rows = []
+    for item in sorted(items, key=lambda i: i.key):
+        report = reports.get(item.key)
+        parts = report.get("parts", {}) if report else {}
+        row = {
+            "student": _cell(item.student),
+            "email": _cell(item.email),
+            "submission": _cell(item.key),
+            "total": str(report["score"]) if report else "",
+        }
+        for part in assignment.parts:
+            entry = parts.get(part.id) if isinstance(parts, dict) else None
+            row[part.id] = str(entry["score"]) if isinstance(entry, dict) else ""
+        row["status"] = report_status(report)
+        rows.append(row)
+    return rows
+
+
+def write_gradebook(path: Path, rows: list[dict[str, str]], assignment: Assignment) -> None:
+    columns = ["student", "email", "submission", "total", *assignment.part_ids().split(", ")]
+    columns.append("status")
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(path, buffer.getvalue())
+
+
+# -- the command -----------------------------------------------------------------------------
+
+
+class _RateColumn(ProgressColumn):
+    """Submissions per minute, from rich's recent-speed estimate."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.speed
+        return Text(f"{speed * 60:.1f}/min" if speed else "-/min", style="cyan")
+
+
+def _safe_to_hide(path: Path) -> bool:
+    """Hiding a folder that holds the grader, Python or the sandbox's scratch would break it."""
+    resolved = path.resolve()
+    for needed in (COURSE_ROOT, Path(sys.prefix), Path(tempfile.gettempdir())):
+        if needed.resolve() == resolved or resolved in needed.resolve().parents:
+            log.warning("student code can read %s: hiding it would hide %s too", path, needed)
+            return False
+    return True
+
+
+def default_out_dir(root: Path) -> Path:
+    return root.resolve().parent / "grading-out"
+
+
+def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -> BatchOutcome:
+    """Grade what under `options.root` is not graded yet; write reports, gradebook, summary."""
+    from grader.summary import summarize, write_summary
+
+    if options.executor not in EXECUTORS:
+        raise UsageError(f"--executor {options.executor!r}: use one of {', '.join(EXECUTORS)}.")
+    if options.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {options.workers}.")
+    out_dir = options.out_dir.resolve()
+    items = discover_submissions(options.root, assignment, exclude=(out_dir,))
+    seed = _batch_seed(out_dir, assignment, options.seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(
+        out_dir / STATE_FILE,
+        {"version": 1, "assignment": assignment.id, "seed": seed, "device": options.device},
+    )
+    outcome = BatchOutcome(items=items, seed=seed)
+    reports: dict[str, Report | None] = {}
+    todo = []
+    for item in items:
+        existing = read_report(report_path(out_dir, item))
+        if (
+            not options.force
+            and existing is not None
+            and is_up_to_date(
+                existing,
+                assignment=assignment,
+                seed=seed,
+                device=options.device,
+                fingerprint=submission_fingerprint(item.path, assignment),
+            )
+        ):
+            reports[item.key] = existing
+            outcome.skipped.append(item.key)
+        else:
+            todo.append(item)
+    console.print(
+        Text(
+            f"{len(items)} submissions under {options.root} · {len(outcome.skipped)} already "
+            "graded"
+            + (" (use --force to regrade them)" if outcome.skipped else "")
+            + f" · {len(todo)} to grade with {options.workers} {options.executor} worker(s)"
+            f" · seed {seed}"
+        )
+    )
+    hide = tuple(str(p) for p in (options.root.resolve(), out_dir) if _safe_to_hide(p))
+    config = WorkerConfig(assignment=assignment.id, device=options.device, seed=seed, hide=hide)
+    executor: LocalExecutor | RayExecutor
+    if options.executor == "ray":
+        executor = RayExecutor(config, assignment, workers=options.workers, address=options.address)
+    else:
+        executor = LocalExecutor(
+            config, assignment, workers=options.workers, log_dir=out_dir / ".logs"
+        )
+    progress = Progress(
+        TextColumn("[bold]grading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+    task = progress.add_task("grading", total=len(todo))
+
+    def on_done(item: BatchItem, report: Report) -> None:
+        write_json_atomic(report_path(out_dir, item), report)
+        reports[item.key] = report
+        status = report_status(report)
+        (outcome.failed if status == STATUS_GRADER_ERROR else outcome.graded).append(item.key)
+        style = "red" if status == STATUS_GRADER_ERROR else "default"
+        progress.console.print(
+            Text(
+                f"{item.key}: {report['score']:g} / {report['max_score']:g}  {status}  "
+                f"({report.get('duration_s') or 0:.1f} s)",
+                style=style,
+            )
+        )
+        progress.advance(task)
+
+    try:
+        if todo:
+            with progress:
+                executor.run(todo, on_done)
+    finally:
+        rows = gradebook_rows(items, reports, assignment)
+        write_gradebook(options.csv_path, rows, assignment)
+    summary = summarize(assignment, items, reports)
+    write_summary(summary, rows, out_dir, console)
+    console.print(Text(f"gradebook: {options.csv_path}\nreports and summary: {out_dir}"))
+    return outcome

@@ -1,0 +1,666 @@
+"""`python -m grader batch`: discovery, gradebook, summary, and a class of 30 end to end.
+
+The end-to-end tests share one class of submissions built in tmp_path from the reference
+files with small mutations (correct, buggy, broken, hostile), graded once by a batch that is
+interrupted twice (its workers killed, then the whole command killed) and then resumed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, part_scores, run_grader_cli
+
+from grader.assignment import load_assignment
+from grader.batch import (
+    STATUS_GRADED,
+    STATUS_GRADER_ERROR,
+    STATUS_NO_FILES,
+    STATUS_NOT_GRADED,
+    BatchItem,
+    Submitter,
+    _read_metadata_minimal,
+    discover_submissions,
+    gradebook_rows,
+    is_up_to_date,
+    read_gradescope_metadata,
+    report_status,
+)
+from grader.errors import UsageError
+from grader.summary import summarize, summary_html
+
+ASSIGNMENT = load_assignment("pytorch_basics")
+PARTS = tuple(part.id for part in ASSIGNMENT.parts)
+POINTS = {part.id: part.points for part in ASSIGNMENT.parts}
+FILE_OF = {part.id: part.file for part in ASSIGNMENT.parts}
+SEED = 4242
+# The per-test time limit inside these batches: the sleeping submission costs this once.
+TEST_TIMEOUT_S = "10"
+ASSIGNMENT_STUBS = COURSE_ROOT / "assignments" / "pytorch_basics"
+
+
+# -- discovery and Gradescope metadata (fast) ------------------------------------------------
+
+GRADESCOPE_METADATA = """\
+submission_101:
+  :submitters:
+  - :name: Ada Lovelace
+    :sid: '100'
+    :email: ada@example.edu
+  :created_at: !ruby/object:ActiveSupport::TimeWithZone
+    utc: 2024-01-01 10:00:00.000000000 Z
+  :results:
+    :tests:
+    - :name: not a student
+      :email: nobody@example.edu
+submission_102:
+  :submitters:
+  - :name: "=HYPERLINK(\\"http://x\\")"
+    :email: one@example.edu
+  - :name: Grace Hopper
+    :sid: '201'
+    :email: grace@example.edu
+  :score: 10.0
+"""
+
+
+def test_minimal_metadata_reader_takes_only_the_submitters() -> None:
+    people = _read_metadata_minimal(GRADESCOPE_METADATA)
+    assert people == {
+        "submission_101": (Submitter("Ada Lovelace", "ada@example.edu", "100"),),
+        "submission_102": (
+            Submitter('=HYPERLINK(\\"http://x\\")', "one@example.edu", ""),
+            Submitter("Grace Hopper", "grace@example.edu", "201"),
+        ),
+    }
+
+
+def test_metadata_with_ruby_tags_falls_back_to_the_minimal_reader(tmp_path: Path) -> None:
+    metadata = tmp_path / "submission_metadata.yml"
+    metadata.write_text(GRADESCOPE_METADATA)
+    people = read_gradescope_metadata(metadata)
+    assert [s.name for s in people["submission_101"]] == ["Ada Lovelace"]
+    assert [s.email for s in people["submission_102"]] == ["one@example.edu", "grace@example.edu"]
+
+
+def test_safe_yaml_reads_plain_gradescope_metadata(tmp_path: Path) -> None:
+    pytest.importorskip("yaml")
+    metadata = tmp_path / "submission_metadata.yml"
+    metadata.write_text(
+        "submission_7:\n  :submitters:\n  - :name: Alan Turing\n    :email: alan@example.edu\n"
+        "    :sid: 7\n  :score: 3.0\n"
+    )
+    assert read_gradescope_metadata(metadata) == {
+        "submission_7": (Submitter("Alan Turing", "alan@example.edu", "7"),)
+    }
+
+
+def test_discovers_a_gradescope_export_inside_its_unzipped_folder(tmp_path: Path) -> None:
+    export = tmp_path / "download" / "assignment_9_export"
+    for folder in ("submission_101", "submission_102", "submission_103"):
+        (export / folder).mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text(GRADESCOPE_METADATA)
+    items = discover_submissions(tmp_path / "download", ASSIGNMENT)
+    assert [(i.key, i.student, i.email) for i in items] == [
+        ("submission_101", "Ada Lovelace", "ada@example.edu"),
+        (
+            "submission_102",
+            '=HYPERLINK(\\"http://x\\"); Grace Hopper',
+            "one@example.edu; grace@example.edu",
+        ),
+        ("submission_103", "submission_103", ""),
+    ]
+
+
+def test_discovers_folders_zips_and_notebooks_and_skips_the_rest(tmp_path: Path) -> None:
+    root = tmp_path / "class"
+    for folder in ("alice", "bob", "__MACOSX", ".hidden", "out"):
+        (root / folder).mkdir(parents=True)
+    (root / "bob.zip").write_bytes(b"")
+    (root / "carol.ipynb").write_text("{}")
+    (root / "roster.csv").write_text("name\n")
+    (root / "link").symlink_to(root / "alice")
+    items = discover_submissions(root, ASSIGNMENT, exclude=[root / "out"])
+    assert [(i.key, i.path.name) for i in items] == [
+        ("alice", "alice"),
+        ("bob", "bob"),  # bob/ and bob.zip keep their full names apart
+        ("bob.zip", "bob.zip"),
+        ("carol", "carol.ipynb"),
+    ]
+
+
+def test_refuses_a_folder_that_is_one_submission(reference_copy: Path) -> None:
+    with pytest.raises(UsageError, match="looks like one submission"):
+        discover_submissions(reference_copy, ASSIGNMENT)
+
+
+def test_refuses_a_folder_without_submissions(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no submissions"):
+        discover_submissions(tmp_path, ASSIGNMENT)
+
+
+# -- reports, gradebook and summary (fast) ---------------------------------------------------
+
+
+def fake_report(scores: dict[str, float], *, seed: int = 1, **extra: Any) -> dict[str, Any]:
+    tests = [
+        {
+            "name": f"{part} works",
+            "part": part,
+            "outcome": "passed" if s else "failed",
+            "message": "" if s else f"{part} differs from the reference.\ndetails",
+            "score": s,
+        }
+        for part, s in scores.items()
+    ]
+    report = {
+        "assignment": ASSIGNMENT.id,
+        "score": sum(scores.values()),
+        "max_score": ASSIGNMENT.max_score,
+        "parts": {
+            part: {"score": scores.get(part, 0.0), "max_score": POINTS[part]} for part in PARTS
+        },
+        "tests": tests,
+        "seed": seed,
+        "device": "cpu",
+        "submission": {"sha256": "abc", "files": list(PART_FILES)},
+        "grader_error": None,
+    }
+    report.update(extra)
+    return report
+
+
+def test_a_report_is_reused_only_for_the_same_submission_seed_and_assignment() -> None:
+    report = fake_report({"manual_backprop": 20.0})
+    same = {"assignment": ASSIGNMENT, "seed": 1, "device": "auto", "fingerprint": "abc"}
+    assert is_up_to_date(report, **same)
+    assert not is_up_to_date(report, **{**same, "fingerprint": "changed"})
+    assert not is_up_to_date(report, **{**same, "fingerprint": ""})
+    assert not is_up_to_date(report, **{**same, "seed": 2})
+    assert not is_up_to_date(report, **{**same, "device": "cuda"})
+    assert not is_up_to_date({**report, "grader_error": "worker died"}, **same)
+    assert not is_up_to_date(None, **same)
+
+
+def test_gradebook_rows_follow_reports_and_defuse_formulas() -> None:
+    items = [
+        BatchItem("s1", Path("s1"), (Submitter("=cmd|' /C calc'!A0", "a@b.c"),)),
+        BatchItem("s2", Path("s2")),
+        BatchItem("s3", Path("s3")),
+        BatchItem("s4", Path("s4")),
+    ]
+    reports = {
+        "s1": fake_report({"manual_backprop": 20.0, "autograd_loop": 7.5}),
+        "s2": fake_report({}, submission={"sha256": "", "files": []}),
+        "s3": fake_report({}, grader_error="the worker stopped"),
+    }
+    rows = gradebook_rows(items, reports, ASSIGNMENT)
+    assert rows[0]["student"] == "'=cmd|' /C calc'!A0"
+    assert (rows[0]["total"], rows[0]["manual_backprop"], rows[0]["autograd_loop"]) == (
+        "27.5",
+        "20.0",
+        "7.5",
+    )
+    assert [row["status"] for row in rows] == [
+        STATUS_GRADED,
+        STATUS_NO_FILES,
+        STATUS_GRADER_ERROR,
+        STATUS_NOT_GRADED,
+    ]
+    assert rows[3]["total"] == ""
+    assert report_status(None) == STATUS_NOT_GRADED
+
+
+def test_summary_counts_graded_submissions_and_ranks_failures() -> None:
+    items = [BatchItem(f"s{i}", Path(f"s{i}")) for i in range(5)]
+    reports: dict[str, dict[str, Any] | None] = {
+        "s0": fake_report({"manual_backprop": 20.0, "autograd_loop": 15.0}),
+        "s1": fake_report({"manual_backprop": 20.0, "autograd_loop": 0.0}),
+        "s2": fake_report({"manual_backprop": 0.0, "autograd_loop": 0.0}),
+        "s3": fake_report({"manual_backprop": 20.0}, grader_error="worker died"),
+        "s4": None,
+    }
+    summary = summarize(ASSIGNMENT, items, reports)
+    assert (summary.counted, summary.grader_errors, summary.not_graded) == (3, 1, 1)
+    backprop, autograd = summary.parts[0], summary.parts[1]
+    assert (backprop.mean, backprop.median, backprop.full_marks_rate) == (13.3333, 20.0, 0.6667)
+    assert (autograd.mean, autograd.median, autograd.full_marks_rate) == (5.0, 0.0, 0.3333)
+    top = summary.failed_tests[0]
+    assert (top.part, top.failures, top.message, top.message_count) == (
+        "autograd_loop",
+        2,
+        "autograd_loop differs from the reference.",
+        2,
+    )
+    page = summary_html(summary, gradebook_rows(items, reports, ASSIGNMENT), png=b"\x89PNG")
+    assert "data:image/png;base64,iVBORw==" in page
+    assert "<script" not in page and "http" not in page and "<link" not in page
+
+
+def test_summary_html_escapes_student_text() -> None:
+    items = [BatchItem("s0", Path("s0"), (Submitter("<img src=x onerror=alert(1)>"),))]
+    report = fake_report({"manual_backprop": 0.0})
+    report["tests"][0]["message"] = "<script>alert(1)</script>"
+    reports: dict[str, dict[str, Any] | None] = {"s0": report}
+    page = summary_html(
+        summarize(ASSIGNMENT, items, reports), gradebook_rows(items, reports, ASSIGNMENT), None
+    )
+    assert "<script>" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;" in page
+
+
+# -- a class of 30, end to end ---------------------------------------------------------------
+
+Expectation = dict[str, str]  # part -> "full", "zero" or "less" (below full); others "zero"
+
+
+def reference(part: str) -> str:
+    return (SOLUTIONS_DIR / FILE_OF[part]).read_text()
+
+
+def mutated(part: str, old: str, new: str) -> str:
+    source = reference(part)
+    assert old in source, f"the reference {FILE_OF[part]} changed: {old!r} is gone"
+    return source.replace(old, new)
+
+
+def with_prelude(part: str, code: str) -> str:
+    """The reference of `part` with `code` run first on import (after its __future__ line)."""
+    future = "from __future__ import annotations\n"
+    return mutated(part, future, future + code)
+
+
+def classmate_loader(path: Path, names: str) -> str:
+    """A part file that takes its functions from another student's submission by path."""
+    return (
+        "import importlib.util\n"
+        f"_spec = importlib.util.spec_from_file_location('classmate', {str(path)!r})\n"
+        "_module = importlib.util.module_from_spec(_spec)\n"
+        "_spec.loader.exec_module(_module)\n"
+        + "".join(f"{name} = _module.{name}\n" for name in names.split())
+    )
+
+
+def forger(out: Path, victim: str) -> str:
+    """Code that tries to overwrite a report and the gradebook, and carries on if it cannot."""
+    fake = json.dumps({"score": 100.0, "parts": {}})
+    return (
+        "import pathlib\n"
+        f"for _target in ({str(out / victim / 'report.json')!r}, {str(out / 'gradebook.csv')!r}):\n"
+        "    try:\n"
+        "        pathlib.Path(_target).parent.mkdir(parents=True, exist_ok=True)\n"
+        f"        pathlib.Path(_target).write_text({fake!r})\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+
+
+def build_class(root: Path, out: Path) -> dict[str, Expectation]:
+    """Write 30 submissions under `root`; return what each part of each must score."""
+    root.mkdir(parents=True)
+    expected: dict[str, Expectation] = {}
+
+    def folder(name: str, files: dict[str, str | bytes], expect: Expectation) -> None:
+        target = root / name
+        target.mkdir()
+        for file_name, content in files.items():
+            data = content.encode() if isinstance(content, str) else content
+            (target / file_name).write_bytes(data)
+        expected[name] = expect
+
+    everything = {FILE_OF[p]: reference(p) for p in PARTS}
+    # Sorted first, so a worker is busy with it when the test kills the workers.
+    folder(
+        "00-sleeps-at-import",
+        {
+            "manual_backprop.py": with_prelude(
+                "manual_backprop", "import time\ntime.sleep(1000)\n"
+            ),
+            "two_layer_net.py": reference("two_layer_net"),
+        },
+        {"manual_backprop": "zero", "two_layer_net": "full"},
+    )
+    folder("01-correct-folder", everything, dict.fromkeys(PARTS, "full"))
+    with zipfile.ZipFile(root / "02-correct-nested-zip.zip", "w") as archive:
+        for file_name, content in everything.items():
+            archive.writestr(f"homework/{file_name}", content)
+        archive.writestr("__MACOSX/homework/._manual_backprop.py", b"\0junk")
+    expected["02-correct-nested-zip"] = dict.fromkeys(PARTS, "full")
+    for index, part in enumerate(PARTS, start=3):
+        folder(f"{index:02d}-only-{part}", {FILE_OF[part]: reference(part)}, {part: "full"})
+    bugs = [
+        (
+            "manual_backprop",
+            "grad_h = grad_h_relu.masked_fill(h <= 0, 0.0)",
+            "grad_h = grad_h_relu",
+        ),
+        ("autograd_loop", "            w1.grad.zero_()\n            w2.grad.zero_()\n", ""),
+        ("custom_sigmoid", "return grad_y * y * (1.0 - y)", "return grad_y * y"),
+        (
+            "two_layer_net",
+            "self.linear2(torch.relu(self.linear1(x)))",
+            "self.linear2(self.linear1(x))",
+        ),
+        ("dataloader_training", "shuffle=shuffle)", "shuffle=False)"),
+        ("device_benchmark", "return gflops / 1000", "return gflops"),
+    ]
+    for index, (part, old, new) in enumerate(bugs, start=9):
+        folder(
+            f"{index:02d}-bug-in-{part}", {FILE_OF[part]: mutated(part, old, new)}, {part: "less"}
+        )
+    hostile: list[tuple[str, dict[str, str | bytes], Expectation]] = [
+        (
+            "syntax-error-next-to-a-correct-part",
+            {
+                "manual_backprop.py": "def forward_backward(:\n",
+                "custom_sigmoid.py": reference("custom_sigmoid"),
+            },
+            {"custom_sigmoid": "full"},
+        ),
+        ("empty-folder", {}, {}),
+        ("binary-file", {"two_layer_net.py": b"\x7fELF\0\0\0binary"}, {}),
+        (
+            "untouched-stub",
+            {"custom_sigmoid.py": (ASSIGNMENT_STUBS / "custom_sigmoid.py").read_text()},
+            {},
+        ),
+        ("imports-a-missing-module", {"autograd_loop.py": "import numpy_but_misspelled\n"}, {}),
+        (
+            "sys-exit-at-import",
+            {"two_layer_net.py": with_prelude("two_layer_net", "import sys\nsys.exit(0)\n")},
+            {},
+        ),
+        (
+            "os-exit-inside-a-function",
+            {
+                "autograd_loop.py": mutated(
+                    "autograd_loop",
+                    "    losses: list[float] = []\n",
+                    "    import os\n    os._exit(0)\n",
+                )
+            },
+            {},
+        ),
+        (
+            "kills-every-process-it-can",
+            {
+                "two_layer_net.py": "import os, signal\nos.kill(-1, signal.SIGKILL)\n",
+                "custom_sigmoid.py": reference("custom_sigmoid"),
+            },
+            {"custom_sigmoid": "full"},
+        ),
+        (
+            "copies-a-classmate",
+            {
+                "manual_backprop.py": classmate_loader(
+                    root / "01-correct-folder" / "manual_backprop.py",
+                    "forward_backward train_manual",
+                )
+            },
+            {"manual_backprop": "zero"},
+        ),
+        (
+            "forges-reports",
+            {"custom_sigmoid.py": with_prelude("custom_sigmoid", forger(out, "01-correct-folder"))},
+            {"custom_sigmoid": "full"},
+        ),
+        (
+            "floods-stdout",
+            {"two_layer_net.py": with_prelude("two_layer_net", "print('spam ' * 1_000_000)\n")},
+            {"two_layer_net": "full"},
+        ),
+        (
+            "ships-conftest-and-torch-py",
+            {
+                "custom_sigmoid.py": reference("custom_sigmoid"),
+                "conftest.py": "import sys\nsys.exit(3)\n",
+                "torch.py": "raise SystemExit(4)\n",
+            },
+            {"custom_sigmoid": "full"},
+        ),
+        (
+            "windows-line-endings-and-bom",
+            {"two_layer_net.py": "\ufeff" + reference("two_layer_net").replace("\n", "\r\n")},
+            {"two_layer_net": "full"},
+        ),
+    ]
+    for index, (name, files, expect) in enumerate(hostile, start=15):
+        folder(f"{index:02d}-{name}", files, expect)
+    (root / "28-not-a-zip.zip").write_bytes(b"this is not a zip archive")
+    expected["28-not-a-zip"] = {}
+    two_parts = {FILE_OF[p]: reference(p) for p in PARTS[:2]}
+    folder("29-two-correct-parts", two_parts, dict.fromkeys(PARTS[:2], "full"))
+    assert len(expected) == 30, sorted(expected)
+    return expected
+
+
+def gradebook(out: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader((out / "gradebook.csv").read_text().splitlines()))
+
+
+def meets(score: float, part: str, expectation: str) -> bool:
+    full = score >= POINTS[part] - 1e-4
+    return {"full": full, "zero": score == 0, "less": not full}[expectation]
+
+
+@dataclass
+class ClassBatch:
+    root: Path
+    out: Path
+    expected: dict[str, Expectation]
+    # After the interrupted run: report mtimes of the submissions it graded, and those it
+    # recorded as grader errors (the ones its killed workers held).
+    graded_first: dict[str, int]
+    crashed_first: set[str]
+    resumed: subprocess.CompletedProcess[str]
+
+    def report(self, key: str) -> dict[str, Any]:
+        return json.loads((self.out / key / "report.json").read_text())
+
+
+def worker_pids(coordinator: int) -> list[int]:
+    """The batch workers of one coordinator (their command line ends with its pid)."""
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(b"serve_worker" in arg for arg in argv) and str(coordinator).encode() in argv[-2:]:
+            pids.append(int(cmdline.parent.name))
+    return pids
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def reports_in(out: Path) -> dict[str, dict[str, Any]]:
+    found = {}
+    for path in out.glob("*/report.json"):
+        found[path.parent.name] = json.loads(path.read_text())
+    return found
+
+
+def batch_args(root: Path, out: Path, *extra: str) -> list[str]:
+    return ["batch", str(root), "--out", str(out), "--workers", "2", "--seed", str(SEED), *extra]
+
+
+@pytest.fixture(scope="module")
+def class_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassBatch]:
+    base = tmp_path_factory.mktemp("class")
+    root, out = base / "submissions", base / "grading-out"
+    expected = build_class(root, out)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GRADER_TEST_TIMEOUT_S", TEST_TIMEOUT_S)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+        env["PYTHONPATH"] = str(COURSE_ROOT)
+        first = subprocess.Popen(
+            [sys.executable, "-m", "grader", *batch_args(root, out)],
+            cwd=COURSE_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for(lambda: len(reports_in(out)) >= 3, "the first reports")
+            killed = worker_pids(first.pid)
+            assert killed
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
+            count = len(reports_in(out))
+            wait_for(lambda: len(reports_in(out)) >= count + 4, "reports after the workers died")
+        finally:
+            first.kill()
+            first.wait()
+        # The workers die with the command, so nothing writes a report after this point.
+        wait_for(lambda: not worker_pids(first.pid), "the workers to exit", timeout=30)
+        after_kill = reports_in(out)
+        crashed = {key for key, r in after_kill.items() if r["grader_error"]}
+        graded_first = {
+            key: (out / key / "report.json").stat().st_mtime_ns
+            for key in after_kill
+            if key not in crashed
+        }
+        resumed = run_grader_cli(*batch_args(root, out))
+    yield ClassBatch(root, out, expected, graded_first, crashed, resumed)
+
+
+@pytest.mark.slow
+def test_interrupted_batch_resumes_without_regrading(class_batch: ClassBatch) -> None:
+    assert class_batch.resumed.returncode == 0, class_batch.resumed.stderr
+    said = " ".join(class_batch.resumed.stdout.split())  # rich wraps lines
+    assert f"{len(class_batch.graded_first)} already graded" in said
+    for key, mtime in class_batch.graded_first.items():
+        assert (class_batch.out / key / "report.json").stat().st_mtime_ns == mtime, key
+    rows = gradebook(class_batch.out)
+    assert sorted(row["submission"] for row in rows) == sorted(class_batch.expected)
+    assert {row["status"] for row in rows} <= {STATUS_GRADED, STATUS_NO_FILES}
+
+
+@pytest.mark.slow
+def test_a_killed_worker_costs_only_its_submission(class_batch: ClassBatch) -> None:
+    # The submissions the killed workers held were recorded as grader errors, the batch
+    # went on with fresh workers, and the resumed run graded them properly.
+    assert class_batch.crashed_first
+    for key in class_batch.crashed_first:
+        report = class_batch.report(key)
+        assert not report["grader_error"], key
+        assert report["tests"], key
+    assert len(class_batch.graded_first) + len(class_batch.crashed_first) >= 7
+
+
+@pytest.mark.slow
+def test_every_submission_gets_its_expected_part_scores(class_batch: ClassBatch) -> None:
+    wrong = {}
+    for key, expectation in class_batch.expected.items():
+        scores = part_scores(class_batch.report(key))
+        for part in PARTS:
+            if not meets(scores[part], part, expectation.get(part, "zero")):
+                wrong[f"{key}:{part}"] = (scores[part], expectation.get(part, "zero"))
+    assert not wrong
+    statuses = {key: report_status(class_batch.report(key)) for key in class_batch.expected}
+    assert {key for key, s in statuses.items() if s == STATUS_NO_FILES} == {
+        "16-empty-folder",
+        "17-binary-file",
+        "28-not-a-zip",
+    }
+
+
+@pytest.mark.slow
+def test_gradebook_rows_match_each_report(class_batch: ClassBatch) -> None:
+    rows = gradebook(class_batch.out)
+    assert list(rows[0]) == ["student", "email", "submission", "total", *PARTS, "status"]
+    for row in rows:
+        report = class_batch.report(row["submission"])
+        assert row["student"] == row["submission"]
+        assert float(row["total"]) == report["score"]
+        assert {p: float(row[p]) for p in PARTS} == part_scores(report)
+        assert row["status"] == report_status(report)
+    # The forger could not touch another student's report or the gradebook.
+    victim = class_batch.report("01-correct-folder")
+    assert victim["seed"] == SEED and len(victim["tests"]) > 30
+
+
+@pytest.mark.slow
+def test_summary_matches_the_gradebook(class_batch: ClassBatch) -> None:
+    rows = gradebook(class_batch.out)
+    summary = json.loads((class_batch.out / "summary.json").read_text())
+    assert summary["counted"] == len(rows) == 30
+    for stats in summary["parts"]:
+        scores = [float(row[stats["id"]]) for row in rows]
+        assert stats["mean"] == pytest.approx(sum(scores) / len(scores), abs=1e-4)
+    failed = {(t["part"], t["name"]) for t in summary["failed_tests"]}
+    assert failed and all(part in PARTS for part, _ in failed)
+    page = (class_batch.out / "summary.html").read_text()
+    assert "data:image/png;base64," in page and "<script" not in page
+    assert (class_batch.out / "score-histogram.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.slow
+def test_batch_scores_equal_individual_grade_runs(
+    class_batch: ClassBatch, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRADER_TEST_TIMEOUT_S", TEST_TIMEOUT_S)
+    keys = [
+        "02-correct-nested-zip",
+        "09-bug-in-manual_backprop",
+        "15-syntax-error-next-to-a-correct-part",
+        "22-kills-every-process-it-can",
+    ]
+
+    def grade(key: str) -> dict[str, Any]:
+        path = next(class_batch.root.glob(f"{key}*"))
+        report = tmp_path / f"{key}.json"
+        process = run_grader_cli("grade", path, "--seed", str(SEED), "--report", report)
+        assert process.returncode == 0, process.stderr
+        loaded: dict[str, Any] = json.loads(report.read_text())
+        return loaded
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        alone = dict(zip(keys, pool.map(grade, keys), strict=True))
+    for key in keys:
+        in_batch = class_batch.report(key)
+        assert part_scores(alone[key]) == part_scores(in_batch), key
+        assert alone[key]["submission"]["sha256"] == in_batch["submission"]["sha256"]
+
+
+@pytest.mark.slow
+def test_ray_batch_gives_identical_scores(
+    class_batch: ClassBatch, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'torch-grader[ray]')")
+    monkeypatch.setenv("GRADER_TEST_TIMEOUT_S", TEST_TIMEOUT_S)
+    out = tmp_path / "ray-out"
+    process = run_grader_cli(*batch_args(class_batch.root, out, "--executor", "ray"))
+    assert process.returncode == 0, process.stdout + process.stderr
+    for key in class_batch.expected:
+        in_ray = json.loads((out / key / "report.json").read_text())
+        assert part_scores(in_ray) == part_scores(class_batch.report(key)), key
+    assert (out / "gradebook.csv").read_text() == (class_batch.out / "gradebook.csv").read_text()
+
+
+def test_batch_command_reports_bad_arguments(tmp_path: Path) -> None:
+    process = run_grader_cli("batch", tmp_path / "missing")
+    assert process.returncode == 2
+    assert "is not a folder" in process.stderr
+    process = run_grader_cli("batch", tmp_path, "--workers", "0")
+    assert process.returncode == 2
+    assert "--workers must be at least 1" in process.stderr
