@@ -579,3 +579,77 @@ def matmul_tflops(part, *, device, dtype, n, repeats):
         "own_low": min(own_before, own_after),
         "own_high": max(own_before, own_after),
     }
+
+
+_MATMUL_NAMES = {
+    "__matmul__",
+    "__rmatmul__",
+    "matmul",
+    "mm",
+    "addmm",
+    "bmm",
+    "einsum",
+    "linalg_matmul",
+}
+FAKE_MATMUL_SECONDS = 1e-3
+
+
+def matmul_tflops_fake_clock(part, *, dtype, n, repeats):
+    """Student side: matmul_tflops on the CPU with a clock that only moves when a matmul runs.
+
+    Every clock the student could read (time.perf_counter, time.time, time.monotonic,
+    time.process_time, their _ns variants, timeit.default_timer, and copies of them in the
+    student's module) then advances by FAKE_MATMUL_SECONDS per matmul, so the figure
+    depends only on how FLOPs and matmuls are counted: exactly
+    2 * n**3 / FAKE_MATMUL_SECONDS / 1e12 for a correct function.
+    """
+    import timeit
+
+    from torch.overrides import TorchFunctionMode
+
+    state = {"matmuls": 0, "reads": 0}
+
+    class _Counter(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            result = func(*args, **(kwargs or {}))
+            if getattr(func, "__name__", "") in _MATMUL_NAMES:
+                state["matmuls"] += 1
+            return result
+
+    def seconds():
+        state["reads"] += 1
+        # 1 ns per read keeps two reads without a matmul between them apart.
+        return 1000.0 + state["matmuls"] * FAKE_MATMUL_SECONDS + state["reads"] * 1e-9
+
+    def nanoseconds():
+        return int(seconds() * 1e9)
+
+    fakes = {}  # id(original clock) -> (original, fake)
+    for name in ("perf_counter", "time", "monotonic", "process_time"):
+        for suffix, fake in (("", seconds), ("_ns", nanoseconds)):
+            original = getattr(time, name + suffix)
+            fakes[id(original)] = (original, fake)
+    fakes[id(timeit.default_timer)] = (timeit.default_timer, seconds)
+
+    def _is_clock(value):
+        return id(value) in fakes and fakes[id(value)][0] is value
+
+    patched = []  # (module, name, original)
+    for owner in (time, timeit, part):
+        for name, value in list(vars(owner).items()):
+            if _is_clock(value):
+                patched.append((owner, name, value))
+    for owner, name, value in patched:
+        setattr(owner, name, fakes[id(value)][1])
+    try:
+        with _Counter():
+            value = part.matmul_tflops(n, torch.device("cpu"), dtype=_dtype(dtype), repeats=repeats)
+    finally:
+        for owner, name, original in patched:
+            setattr(owner, name, original)
+    return {
+        "value": float(value),
+        "matmuls": state["matmuls"],
+        "clock_reads": state["reads"],
+        "expected": 2 * n**3 / FAKE_MATMUL_SECONDS / 1e12,
+    }

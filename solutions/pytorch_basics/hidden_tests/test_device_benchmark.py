@@ -60,8 +60,24 @@ TIMING_HINT = (
 
 @pytest.mark.points(2)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_matmul_tflops_plausible(student, device, dtype):
-    """matmul_tflops: returns a plausible TFLOP/s figure for n=384"""
+def test_matmul_tflops(student, device, dtype):
+    """matmul_tflops: counts 2*n**3 FLOPs per timed matmul and returns a plausible TFLOP/s"""
+    # 1. With a clock that advances exactly FAKE_MATMUL_SECONDS per matmul (CPU), the
+    #    figure depends only on the FLOP and matmul counting, so a factor 2 shows.
+    fake = student(probes.matmul_tflops_fake_clock, dtype=dtype, n=80, repeats=5)
+    # Not applicable when the function reads a clock the probe cannot replace.
+    if fake["matmuls"] > 0 and fake["clock_reads"] >= 2:
+        ratio = fake["value"] / fake["expected"]
+        assert 0.7 <= ratio <= 1.3, (
+            f"with a test clock that advances exactly {probes.FAKE_MATMUL_SECONDS} s per "
+            f"matmul, matmul_tflops(80, 'cpu', {dtype}, repeats=5) returned "
+            f"{fake['value']:.4g} TFLOP/s, expected {fake['expected']:.4g} "
+            f"({ratio:.2f} times that). Count 2 * n**3 FLOPs per matmul (n multiplies and n "
+            "adds for each of the n**2 outputs), time exactly `repeats` matmuls (use the "
+            "argument, not a fixed number) and convert to TFLOP/s (divide by 1e12)."
+        )
+
+    # 2. A real measurement on the grading device, against one taken in the same process.
     n = 384
     got = student(probes.matmul_tflops, device=device, dtype=dtype, n=n, repeats=10)
     value, low, high = got["value"], got["own_low"], got["own_high"]
