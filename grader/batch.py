@@ -1,12 +1,12 @@
 """`batch`: grade every submission under a folder in parallel, resumably, into a gradebook.
 
-The coordinator (this process) never imports torch or runs student code: it finds the
-submissions, decides which still need grading, hands them to worker processes, writes each
-`report.json` as it arrives, and builds the gradebook and the staff summary from the reports
-on disk. Each worker imports torch once and keeps one pytest loop and one sandbox fork
-server warm for every submission it grades, so a submission costs its tests, not a Python
-start. A worker that dies costs the submission it held (its row says "grader error") and is
-replaced; the other submissions go on.
+The coordinator (this process) runs no tests and imports torch only to record a crashed
+worker's submission: it finds the submissions, decides which still need grading, hands
+them to worker processes, writes each `report.json` as it arrives, and builds the gradebook
+and the staff summary from the reports on disk. Each worker imports torch once and keeps
+one pytest loop and one sandbox fork server warm for every submission it grades, so a
+submission costs its tests, not a Python start. A worker that dies costs the submission it
+held (its row says "grader error") and is replaced; the other submissions go on.
 
 `--executor ray` runs the same per-submission work as Ray tasks on a Ray cluster.
 """
@@ -63,6 +63,7 @@ METADATA_FILE = "submission_metadata.yml"
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
 REPORT_NAME = "report.json"
 STATE_FILE = "batch.json"
+SCRATCH_PREFIX = "grader-batch-"
 EXECUTORS = ("local", "ray")
 # A worker that holds one submission longer than this many test time limits is stuck.
 WATCHDOG_TEST_LIMITS = 60
@@ -351,14 +352,32 @@ def is_up_to_date(
     )
 
 
-def _batch_seed(out_dir: Path, assignment: Assignment, requested: int | None) -> int:
+def _batch_seed(state: dict[str, Any], assignment: Assignment, requested: int | None) -> int:
     """--seed, else the seed of the batch being resumed, else a fresh one."""
     if requested is not None:
         return requested
-    state = read_report(out_dir / STATE_FILE)
-    if state and state.get("assignment") == assignment.id and isinstance(state.get("seed"), int):
+    if state.get("assignment") == assignment.id and isinstance(state.get("seed"), int):
         return int(state["seed"])
     return secrets.randbelow(2**31)
+
+
+@contextlib.contextmanager
+def scratch_folder(stale: object) -> Iterator[Path]:
+    """The workers' scratch, removed at the end even if a worker was killed mid-job.
+
+    `stale` is the scratch of a batch that was killed before it could remove its own.
+    """
+    temporary = Path(tempfile.gettempdir())
+    if isinstance(stale, str) and stale:
+        old = Path(stale)
+        if old.parent == temporary and old.name.startswith(SCRATCH_PREFIX):
+            shutil.rmtree(old, ignore_errors=True)
+    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+    scratch.chmod(0o711)  # the sandbox users reach their job folders through it
+    try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 # -- the per-process grader ------------------------------------------------------------------
@@ -376,7 +395,9 @@ class GradingWorker:
             device=config.device, seed=config.seed, hide=tuple(Path(p) for p in config.hide)
         )
         device = resolve_device(config.device)
-        self._workdir = Path(tempfile.mkdtemp(prefix="grader-batch-", dir=config.scratch or None))
+        # A Ray node without the coordinator's scratch folder uses its own temporary folder.
+        scratch = config.scratch if config.scratch and Path(config.scratch).is_dir() else None
+        self._workdir = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch))
         # Traversable (not listable) so the sandbox user can reach its own job folders.
         self._workdir.chmod(0o711)
         self.sandbox: Sandbox = Sandbox(
@@ -477,9 +498,6 @@ class LocalExecutor:
         self._failed_starts = 0
 
     def run(self, items: list[BatchItem], on_done: OnDone) -> None:
-        scratch = Path(tempfile.mkdtemp(prefix="grader-batch-"))
-        scratch.chmod(0o711)  # the sandbox users reach their job folders through it
-        self.config = replace(self.config, scratch=str(scratch))
         queue = deque(items)
         pool: list[_WorkerProcess] = []
         try:
@@ -509,7 +527,6 @@ class LocalExecutor:
             for worker in pool:
                 self._kill(worker)
             self._selector.close()
-            shutil.rmtree(scratch, ignore_errors=True)
 
     def _start(self, slot: int) -> _WorkerProcess:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -827,6 +844,40 @@ def default_out_dir(root: Path) -> Path:
     return root.resolve().parent / "grading-out"
 
 
+def _plan(
+    items: list[BatchItem], out_dir: Path, assignment: Assignment, seed: int, options: BatchOptions
+) -> tuple[dict[str, Report | None], list[BatchItem]]:
+    """The reports that stand (unless --force) and the submissions still to grade."""
+    reports: dict[str, Report | None] = {}
+    todo = []
+    for item in items:
+        existing = None if options.force else read_report(report_path(out_dir, item))
+        if existing is not None and is_up_to_date(
+            existing,
+            assignment=assignment,
+            seed=seed,
+            device=options.device,
+            fingerprint=submission_fingerprint(item.path, assignment),
+        ):
+            reports[item.key] = existing
+        else:
+            todo.append(item)
+    return reports, todo
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("[bold]grading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+    )
+
+
 def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -> BatchOutcome:
     """Grade what under `options.root` is not graded yet; write reports, gradebook, summary."""
     from grader.summary import summarize, write_summary
@@ -837,62 +888,19 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
         raise UsageError(f"--workers must be at least 1, got {options.workers}.")
     out_dir = options.out_dir.resolve()
     items = discover_submissions(options.root, assignment, exclude=(out_dir,))
-    seed = _batch_seed(out_dir, assignment, options.seed)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(
-        out_dir / STATE_FILE,
-        {"version": 1, "assignment": assignment.id, "seed": seed, "device": options.device},
-    )
-    outcome = BatchOutcome(items=items, seed=seed)
-    reports: dict[str, Report | None] = {}
-    todo = []
-    for item in items:
-        existing = read_report(report_path(out_dir, item))
-        if (
-            not options.force
-            and existing is not None
-            and is_up_to_date(
-                existing,
-                assignment=assignment,
-                seed=seed,
-                device=options.device,
-                fingerprint=submission_fingerprint(item.path, assignment),
-            )
-        ):
-            reports[item.key] = existing
-            outcome.skipped.append(item.key)
-        else:
-            todo.append(item)
+    state = read_report(out_dir / STATE_FILE) or {}
+    seed = _batch_seed(state, assignment, options.seed)
+    reports, todo = _plan(items, out_dir, assignment, seed, options)
+    outcome = BatchOutcome(items=items, skipped=sorted(reports), seed=seed)
     console.print(
         Text(
-            f"{len(items)} submissions under {options.root} · {len(outcome.skipped)} already "
-            "graded"
-            + (" (use --force to regrade them)" if outcome.skipped else "")
+            f"{len(items)} submissions under {options.root} · {len(reports)} already graded"
+            + (" (use --force to regrade them)" if reports else "")
             + f" · {len(todo)} to grade with {options.workers} {options.executor} worker(s)"
             f" · seed {seed}"
         )
     )
-    hide = tuple(str(p) for p in (options.root.resolve(), out_dir) if _safe_to_hide(p))
-    config = WorkerConfig(assignment=assignment.id, device=options.device, seed=seed, hide=hide)
-    executor: LocalExecutor | RayExecutor
-    if options.executor == "ray":
-        executor = RayExecutor(config, assignment, workers=options.workers, address=options.address)
-    else:
-        executor = LocalExecutor(
-            config, assignment, workers=options.workers, log_dir=out_dir / ".logs"
-        )
-    progress = Progress(
-        TextColumn("[bold]grading"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        _RateColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-    )
-
+    progress = _progress(console)
     task = progress.add_task("grading", total=len(todo))
 
     def on_done(item: BatchItem, report: Report) -> None:
@@ -900,24 +908,39 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
         reports[item.key] = report
         status = report_status(report)
         (outcome.failed if status == STATUS_GRADER_ERROR else outcome.graded).append(item.key)
-        style = "red" if status == STATUS_GRADER_ERROR else "default"
         progress.console.print(
             Text(
                 f"{item.key}: {report['score']:g} / {report['max_score']:g}  {status}  "
                 f"({report.get('duration_s') or 0:.1f} s)",
-                style=style,
+                style="red" if status == STATUS_GRADER_ERROR else "",
             )
         )
         progress.advance(task)
 
+    hide = tuple(str(p) for p in (options.root.resolve(), out_dir) if _safe_to_hide(p))
+    out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        if todo:
-            with progress:
-                executor.run(todo, on_done)
+        with scratch_folder(stale=state.get("scratch")) as scratch:
+            write_json_atomic(
+                out_dir / STATE_FILE,
+                {"version": 1, "assignment": assignment.id, "seed": seed, "scratch": str(scratch)},
+            )
+            config = WorkerConfig(assignment.id, options.device, seed, hide, str(scratch))
+            executor: LocalExecutor | RayExecutor
+            if options.executor == "ray":
+                executor = RayExecutor(
+                    config, assignment, workers=options.workers, address=options.address
+                )
+            else:
+                executor = LocalExecutor(
+                    config, assignment, workers=options.workers, log_dir=out_dir / ".logs"
+                )
+            if todo:
+                with progress:
+                    executor.run(todo, on_done)
     finally:
         rows = gradebook_rows(items, reports, assignment)
         write_gradebook(options.csv_path, rows, assignment)
-    summary = summarize(assignment, items, reports)
-    write_summary(summary, rows, out_dir, console)
+    write_summary(summarize(assignment, items, reports), rows, out_dir, console)
     console.print(Text(f"gradebook: {options.csv_path}\nreports and summary: {out_dir}"))
     return outcome
