@@ -7,6 +7,7 @@ interrupted twice (its workers killed, then the whole command killed) and then r
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -526,7 +527,8 @@ def class_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassBatch
             killed = worker_pids(first.pid)
             assert killed
             for pid in killed:
-                os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             count = len(reports_in(out))
             wait_for(lambda: len(reports_in(out)) >= count + 4, "reports after the workers died")
         finally:
