@@ -120,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run_grade(args: argparse.Namespace, console: Console) -> ExitCode:
     from grader.grade import GradeSettings, grade_command
+    from grader.sandbox import protections_notice
     from grader.table import print_result
 
     assignment = load_assignment(args.assignment)
@@ -131,6 +132,9 @@ def _run_grade(args: argparse.Namespace, console: Console) -> ExitCode:
         report_path=args.report,
     )
     print_result(result, console, show_passed=args.show_passed)
+    notice = protections_notice(result.environment.get("sandbox", {}))
+    if notice:
+        print(notice, file=sys.stderr)
     return ExitCode.FAILED if result.grader_error else ExitCode.OK
 
 

@@ -25,7 +25,7 @@ from grader.assignment import Assignment
 from grader.errors import ConfigError, SubmissionError, UsageError
 from grader.plugin import GraderPlugin, GradingSession
 from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
-from grader.sandbox import Sandbox, SandboxSettings
+from grader.sandbox import Sandbox, SandboxSettings, limits_from_environment
 from grader.scoring import score_tests
 from grader.submission import PreparedSubmission, prepare_submission
 
@@ -55,7 +55,7 @@ def resolve_device(requested: str) -> str:
     return requested
 
 
-def environment(device: str, protections: dict[str, bool]) -> dict[str, Any]:
+def environment(device: str, protections: dict[str, Any]) -> dict[str, Any]:
     info: dict[str, Any] = {
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -113,6 +113,9 @@ def run_hidden_suite(tests_dir: Path, plugin: GraderPlugin, workdir: Path) -> in
         "-p", "no:terminal",
         "-o", "python_files=test_*.py",
         "-W", "ignore::DeprecationWarning",
+        # Student failures carry their own messages; pytest's rich tracebacks cost 30-60 ms
+        # per failed test and only staff ever read them (for the grader's own errors).
+        "--tb", "native",
     ]  # fmt: skip
     with _isolated_pytest_environment():
         return int(pytest.main(args, plugins=[plugin]))
@@ -122,12 +125,18 @@ def sandbox_settings(
     assignment: Assignment, settings: GradeSettings, device: str
 ) -> SandboxSettings:
     return SandboxSettings(
-        limits=assignment.limits,
+        limits=limits_from_environment(assignment.limits),
         device=device,
         threads=settings.threads,
-        hide=(assignment.solutions_dir, *settings.hide),
+        # All of solutions/, not only this assignment's: other references are secret too.
+        hide=(_solutions_root(assignment), *settings.hide),
         keep_jobs=settings.keep_jobs,
     )
+
+
+def _solutions_root(assignment: Assignment) -> Path:
+    parent = assignment.solutions_dir.parent
+    return parent if parent.name == "solutions" else assignment.solutions_dir
 
 
 def grade_submission(
@@ -193,7 +202,7 @@ def _assemble(
     seed: int,
     device: str,
     started: float,
-    protections: dict[str, bool],
+    protections: dict[str, Any],
     grader_error: str,
 ) -> GradingResult:
     parts, tests = score_tests(
@@ -296,7 +305,9 @@ def grade_command(
 ) -> GradingResult:
     """`grade`: a provisional results file first, so even a killed run leaves a valid one."""
     seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
-    settings = dataclasses.replace(settings, seed=seed)
+    # The output files exist from the provisional write on; student code must not see them.
+    outputs = tuple(path.resolve() for path in (results_path, report_path) if path)
+    settings = dataclasses.replace(settings, seed=seed, hide=(*settings.hide, *outputs))
     device = resolve_device(settings.device)
     provisional = crashed_result(
         assignment,

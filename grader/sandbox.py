@@ -1,15 +1,18 @@
 """The trusted side of the sandbox: start the fork server, hand it jobs, enforce limits, decode.
 
-The fork server (grader/sandbox_server.py) imports torch once and forks a fresh child per
-job, so every test is isolated without paying `import torch` per test. Everything that
-decides a score stays here: time limits are enforced by killing the child's process
-group from this side, and results are decoded with `torch.load(weights_only=True)`, a
-size cap and exact type checks. Student code is never imported or unpickled here.
+The fork server (grader/sandbox_server.py) imports torch once and forks a fresh process tree
+per job, so every test is isolated without paying `import torch` per test. Everything that
+decides a score stays here: a wall-time backstop kills the job's process group from this
+side, every process of the sandbox's own uid is killed after the job, and results are
+decoded with `torch.load(weights_only=True)`, a size cap and exact type checks. Student code
+is never imported or unpickled here. docs/security.md describes the whole model.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import grp
 import json
 import logging
 import os
@@ -17,17 +20,20 @@ import pwd
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass, field
+import zipfile
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from grader.assignment import Limits
-from grader.errors import ConfigError
+from grader.errors import ConfigError, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +42,34 @@ SERVER_SCRIPT = Path(__file__).with_name("sandbox_server.py")
 # also works inside user-namespaced containers, which often map only that many ids).
 SANDBOX_UID_BASE = 40_000
 SANDBOX_UID_SPAN = 20_000
+# Where sandboxes hold a lock on the uid they use, so two never share one.
+UID_LOCK_DIRS = (Path("/run/torch-grader"), Path(tempfile.gettempdir()) / "torch-grader-uids")
+# World-writable places that each job gets as a private, empty, size-capped tmpfs.
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 MAX_RESULT_BYTES = 256 * 1024 * 1024
 MAX_ERROR_BYTES = 64 * 1024
+MAX_OPEN_FILES = 256
 SERVER_START_TIMEOUT_S = 180.0
 PROTOCOL_TIMEOUT_S = 30.0
+# The job's monitor enforces the wall time; this side kills everything if it has not by then.
+BACKSTOP_GRACE_S = 5.0
+# Seconds of CPU time allowed on top of the wall time (the limit is a backstop for spinning).
+CPU_GRACE_S = 2
+# The student process's exit status when it could not write its own error report.
+EXIT_UNREPORTABLE = 3
+# For the grader's own test suite: a shorter per-test time limit than the manifest's.
+TIMEOUT_OVERRIDE_ENV = "GRADER_TEST_TIMEOUT_S"
+PROTECTION_NAMES = {
+    "separate_user": "a separate unprivileged user",
+    "pid_namespace": "a process namespace (every student process dies with the job)",
+    "network_isolated": "no network",
+    "ipc_isolated": "private IPC",
+    "read_only_filesystem": "a read-only file system",
+    "private_proc": "a private /proc",
+    "private_tmp": "private /tmp, /var/tmp and /dev/shm",
+    "paths_hidden": "hidden solutions and results",
+    "minimal_view": "a file system view of only the system, Python and the job",
+}
 
 
 @dataclass(frozen=True)
@@ -88,6 +118,10 @@ class StudentFailure(Exception):
         self.at_import = at_import
 
 
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (not the student's code); the test cannot be graded."""
+
+
 @dataclass
 class PendingJob:
     id: int
@@ -98,27 +132,174 @@ class PendingJob:
     started: float = field(default_factory=time.monotonic)
 
 
-def _sandbox_identity() -> tuple[int, int] | None:
-    """The (uid, gid) this sandbox's student code runs as, or None when we cannot switch users.
+@dataclass(frozen=True)
+class SandboxIdentity:
+    """The uid and gid student code runs as, and the lock that keeps them ours."""
 
-    Each sandbox gets a uid of its own, unused by any account: the sweep that kills every
-    process of that uid then cannot touch another grader's jobs on the same machine (batch
-    workers, parallel test runs). A uid needs no passwd entry to be switched to.
+    uid: int
+    gid: int
+    lock_fd: int | None
+
+
+def limits_from_environment(limits: Limits) -> Limits:
+    """`limits` with the per-test timeout from GRADER_TEST_TIMEOUT_S, when that is set."""
+    text = os.environ.get(TIMEOUT_OVERRIDE_ENV, "").strip()
+    if not text:
+        return limits
+    try:
+        timeout = float(text)
+    except ValueError:
+        timeout = -1.0
+    if not 0 < timeout <= 3600:
+        raise UsageError(
+            f"{TIMEOUT_OVERRIDE_ENV}={text!r}: give the per-test time limit in seconds (0-3600]."
+        )
+    return replace(limits, timeout_s=timeout)
+
+
+def protections_notice(sandbox: dict[str, Any]) -> str:
+    """One line naming the protections that were off for student code, or "" if none were."""
+    off = [PROTECTION_NAMES[name] for name in sandbox.get("off", ()) if name in PROTECTION_NAMES]
+    if not off:
+        return ""
+    reason = "the grader is not running as root" if os.geteuid() != 0 else "this kernel refused"
+    return f"note: student code ran without {'; '.join(off)} ({reason}; see docs/security.md)."
+
+
+def _lock_directory() -> Path | None:
+    """A folder only we can write, for the uid locks; None if there is none."""
+    for directory in UID_LOCK_DIRS:
+        with contextlib.suppress(OSError):
+            directory.mkdir(mode=0o700, exist_ok=True)
+            info = directory.lstat()
+            if (
+                stat.S_ISDIR(info.st_mode)
+                and info.st_uid == os.geteuid()
+                and not info.st_mode & 0o022
+            ):
+                return directory
+    return None
+
+
+def _uid_is_free(uid: int) -> bool:
+    """True if no account and no group has this id (its gid would grant that group's files)."""
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        try:
+            grp.getgrgid(uid)
+        except KeyError:
+            return True
+    return False
+
+
+def _claim_identity() -> SandboxIdentity | None:
+    """A uid (and same-numbered gid) of this sandbox's own, or None when we cannot switch users.
+
+    Each sandbox gets an id unused by any account or group, and holds a lock on it: the sweep
+    that kills every process of that uid then cannot touch another grader's jobs on the same
+    machine (batch workers, parallel test runs), and RLIMIT_NPROC, which the kernel counts
+    per uid, is this sandbox's alone. A uid needs no passwd entry to be switched to.
     """
     if os.geteuid() != 0:
         return None
+    lock_dir = _lock_directory()
+    if lock_dir is None:
+        log.warning("no private folder for sandbox uid locks; relying on pids being unique")
     for attempt in range(SANDBOX_UID_SPAN):
         uid = SANDBOX_UID_BASE + (os.getpid() + attempt) % SANDBOX_UID_SPAN
+        if not _uid_is_free(uid):
+            continue
+        if lock_dir is None:
+            return SandboxIdentity(uid, uid, None)
+        fd = os.open(lock_dir / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
-            pwd.getpwuid(uid)
-        except KeyError:
-            return uid, uid
-    log.warning(
-        "no free uid in %d..%d for the sandbox",
-        SANDBOX_UID_BASE,
-        SANDBOX_UID_BASE + SANDBOX_UID_SPAN,
-    )
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        os.set_inheritable(fd, False)
+        # Left over from a grader that was killed before it could sweep: not ours to keep.
+        _kill_uid(uid, uid)
+        return SandboxIdentity(uid, uid, fd)
+    log.warning("no free uid in %d..%d", SANDBOX_UID_BASE, SANDBOX_UID_BASE + SANDBOX_UID_SPAN)
     return None
+
+
+def _live_processes_of(uid: int) -> list[int]:
+    """Pids whose real uid is `uid` and that have not yet exited (zombies are already dead)."""
+    found = []
+    for status_file in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(
+                line.split(":", 1) for line in status_file.read_text().splitlines() if ":" in line
+            )
+            if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
+                found.append(int(status_file.parent.name))
+        except (OSError, KeyError, ValueError):
+            continue
+    return found
+
+
+def _kill_uid(uid: int, gid: int) -> list[int]:
+    """Kill every process of `uid`; return those still alive after trying (should be none).
+
+    `kill(-1)` sent *as* that uid reaches all of its processes at once, which a fork bomb
+    cannot outrun the way it outruns a kill per pid.
+    """
+    kill = shutil.which("kill") or ""
+    command = (
+        [kill, "-KILL", "-1"]
+        if kill
+        else [sys.executable, "-I", "-S", "-c", "import os; os.kill(-1, 9)"]
+    )
+    for _ in range(5):
+        alive = _live_processes_of(uid)
+        if not alive:
+            return []
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(
+                command,
+                user=uid,
+                group=gid,
+                extra_groups=[],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=10,
+                check=False,
+            )
+        time.sleep(0.02)
+    return _live_processes_of(uid)
+
+
+def _remove_files_of(uid: int, roots: list[Path]) -> None:
+    """Delete what `uid` left in world-writable folders (where there was no private /tmp).
+
+    A file of that uid can only have been made in a folder it could write: a world-writable
+    one, or one of its own, so only those are searched.
+    """
+    pending = [root for root in roots if root.is_dir() and not root.is_symlink()]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            path = Path(entry.path)
+            if info.st_uid == uid:
+                if stat.S_ISDIR(info.st_mode):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+            elif stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002:
+                pending.append(path)
 
 
 def _scrubbed_environment(settings: SandboxSettings, home: Path) -> dict[str, str]:
@@ -163,6 +344,8 @@ def check_plain_data(value: Any, where: str = "the result") -> None:
     if value is None or type(value) in (bool, int, float, str):
         return
     if type(value) is torch.Tensor:
+        if value.layout is not torch.strided or value.is_quantized or value.is_nested:
+            raise TypeError(f"{where} is a {value.layout} tensor; return a dense tensor")
         return
     if type(value) in (list, tuple):
         for index, item in enumerate(value):
@@ -184,20 +367,44 @@ def decode_result(path: Path, *, max_bytes: int = MAX_RESULT_BYTES) -> Any:
         raise ValueError(
             f"the result is {size / 2**20:.0f} MiB, over the {max_bytes >> 20} MiB cap"
         )
+    # torch.save writes an uncompressed zip; a compressed member could inflate far past the
+    # cap inside torch.load, so anything but stored members within the cap is refused first.
+    if not zipfile.is_zipfile(path):
+        raise ValueError("the result is not in torch.save's format")
+    with zipfile.ZipFile(path) as archive:
+        members = archive.infolist()
+        if any(m.compress_type != zipfile.ZIP_STORED for m in members):
+            raise ValueError("the result holds compressed members")
+        if sum(m.file_size for m in members) > max_bytes:
+            raise ValueError(f"the result unpacks to over {max_bytes >> 20} MiB")
     value = torch.load(path, weights_only=True, map_location=None)
     check_plain_data(value)
     return value
 
 
+def _restrict(path: Path) -> None:
+    """Take away other users' access to a hidden path: the fallback where mounts are not allowed."""
+    with contextlib.suppress(OSError):
+        mode = path.lstat().st_mode
+        if not stat.S_ISLNK(mode) and mode & 0o007:
+            path.chmod(stat.S_IMODE(mode) & ~0o007)
+            log.info("removed other users' access to %s", path)
+
+
 class Sandbox:
-    """A fork server for one submission; use as a context manager."""
+    """A fork server for one submission; use as a context manager.
+
+    The server dies with the thread that started it (so that a grader killed for memory
+    takes every student process with it): start it from a thread that outlives it.
+    """
 
     def __init__(self, settings: SandboxSettings, submission_files: dict[str, Path], workdir: Path):
         self.settings = settings
         self.submission_files = dict(submission_files)
         self.workdir = workdir
-        self.identity = _sandbox_identity()
-        self.protections: dict[str, bool] = {}
+        self.identity: SandboxIdentity | None = None
+        # What is in force for student code (environment.sandbox in report.json).
+        self.protections: dict[str, Any] = {}
         self._process: subprocess.Popen[bytes] | None = None
         self._buffer = b""
         self._job_count = 0
@@ -216,23 +423,40 @@ class Sandbox:
         self.submission_files = dict(submission_files)
 
     def start(self) -> None:
+        if self.identity is None:
+            self.identity = _claim_identity()
         self.workdir.mkdir(parents=True, exist_ok=True)
         # The sandbox user must be able to reach its own job folders, and nothing else here.
         os.chmod(self.workdir, 0o711)
         (self.workdir / "jobs").mkdir(exist_ok=True)
         os.chmod(self.workdir / "jobs", 0o711)
+        probe_dir = self.workdir / "jobs" / "probe"
+        probe_dir.mkdir(exist_ok=True)
+        hide = [path for path in self.settings.hide if os.path.lexists(path)]
+        if self.identity:
+            for path in hide:
+                _restrict(path)
+        limits = self.settings.limits
         config = {
             "threads": self.settings.threads,
             "device": self.settings.device,
             "limits": {
-                "timeout_s": self.settings.limits.timeout_s,
-                "memory_mb": self.settings.limits.memory_mb,
-                "max_processes": self.settings.limits.max_processes,
-                "max_file_mb": self.settings.limits.max_file_mb,
+                "timeout_s": limits.timeout_s,
+                "cpu_s": int(limits.timeout_s) + CPU_GRACE_S,
+                "memory_mb": limits.memory_mb,
+                "max_processes": limits.max_processes,
+                "max_file_mb": limits.max_file_mb,
+                "tmp_mb": limits.max_file_mb,
+                "max_output_bytes": limits.max_output_kb * 1024,
             },
-            "hide": [str(path) for path in self.settings.hide if path.exists()],
-            "uid": self.identity[0] if self.identity else None,
-            "gid": self.identity[1] if self.identity else None,
+            "hide": [str(path) for path in hide],
+            "private_dirs": list(
+                dict.fromkeys([*PRIVATE_DIRS, tempfile.gettempdir(), str(self.workdir)])
+            ),
+            "probe_dir": str(probe_dir),
+            "parent": os.getpid(),
+            "uid": self.identity.uid if self.identity else None,
+            "gid": self.identity.gid if self.identity else None,
         }
         log_file = (self.workdir / "server.log").open("ab")
         self._process = subprocess.Popen(
@@ -250,22 +474,48 @@ class Sandbox:
         ready = self._receive(SERVER_START_TIMEOUT_S)
         if ready is None or ready.get("event") != "ready":
             log_tail = _read_capped(self.workdir / "server.log", 4000)
-            self.close()
+            self._stop()
             raise ConfigError(f"the sandbox could not start torch; its log ends with:\n{log_tail}")
-        self.protections = dict(ready.get("protections", {}))
+        self.protections = self._describe(dict(ready.get("protections", {})))
         log.debug("sandbox ready in %.2fs: %s", ready.get("warm_up_s", 0.0), self.protections)
 
+    def _describe(self, protections: dict[str, bool]) -> dict[str, Any]:
+        limits = self.settings.limits
+        off = [name for name in PROTECTION_NAMES if not protections.get(name)]
+        return {
+            **{name: bool(protections.get(name)) for name in PROTECTION_NAMES},
+            "uid": self.identity.uid if self.identity else os.geteuid(),
+            "limits": {
+                "wall_s": limits.timeout_s,
+                "cpu_s": int(limits.timeout_s) + CPU_GRACE_S,
+                "memory_mb": limits.memory_mb if self.settings.device == "cpu" else None,
+                "max_processes": limits.max_processes,
+                "max_file_mb": limits.max_file_mb,
+                "max_open_files": MAX_OPEN_FILES,
+                "max_output_kb": limits.max_output_kb,
+                "tmp_mb": limits.max_file_mb,
+                "core_dumps": False,
+            },
+            "off": off,
+        }
+
     def close(self) -> None:
+        """Stop the server, kill what is left of the student's processes, give the uid back."""
+        self._stop()
+        identity, self.identity = self.identity, None
+        if identity and identity.lock_fd is not None:
+            os.close(identity.lock_fd)
+
+    def _stop(self) -> None:
         process, self._process = self._process, None
-        if process is None:
-            return
-        if process.stdin:
-            process.stdin.close()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        if process.stdout:
-            process.stdout.close()
+        if process is not None:
+            if process.stdin:
+                process.stdin.close()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            if process.stdout:
+                process.stdout.close()
         self._sweep()
 
     # -- jobs -------------------------------------------------------------------------------
@@ -281,7 +531,7 @@ class Sandbox:
         """Start a probe against the student's `module`; collect it with `result`."""
         if self._process is None or self._process.poll() is not None:
             log.warning("the sandbox server was gone; starting a new one")
-            self.close()
+            self._stop()
             self.start()
         self._job_count += 1
         job_dir = self.workdir / "jobs" / f"{self._job_count:04d}"
@@ -291,56 +541,78 @@ class Sandbox:
             shutil.copyfile(source, submission_dir / name)
         shutil.copyfile(probe_file, job_dir / "probes.py")
         torch.save(kwargs, job_dir / "input.pt")
+        home = job_dir / "home"  # the student's home only where no private /tmp is possible
+        home.mkdir(mode=0o700)
         if self.identity:
+            # Readable by this sandbox's group alone (not other sandboxes' uids), writable by
+            # nobody but root: the student writes only through descriptors the monitor opened.
+            gid = self.identity.gid
             for path in (job_dir, submission_dir, *job_dir.rglob("*")):
-                os.chown(path, *self.identity)
+                os.chown(path, 0, gid)
+                os.chmod(path, 0o750 if path.is_dir() else 0o640)
+            os.chown(home, self.identity.uid, gid)
+            os.chmod(home, 0o700)
+        timeout = self.settings.limits.timeout_s
         self._send(
-            {"id": self._job_count, "job_dir": str(job_dir), "module": module, "probe": probe}
+            {
+                "id": self._job_count,
+                "job_dir": str(job_dir),
+                "module": module,
+                "probe": probe,
+                "timeout_s": timeout,
+            }
         )
         started = self._receive(PROTOCOL_TIMEOUT_S)
         if started is None or started.get("event") != "started":
-            self.close()
-            raise StudentFailure(
-                "error",
-                "The sandbox that runs your code stopped unexpectedly; this test could not run.",
-                detail=f"fork server answered {started!r}",
-            )
+            self._stop()
+            raise SandboxError(f"the fork server did not start the job: {started!r}")
         return PendingJob(
             id=self._job_count,
             module=module,
             job_dir=job_dir,
             pid=int(started["pid"]),
-            deadline=time.monotonic() + self.settings.limits.timeout_s,
+            deadline=time.monotonic() + timeout + BACKSTOP_GRACE_S,
         )
 
     def result(self, job: PendingJob) -> Any:
-        """Wait for the job (killing it at its deadline) and return its decoded result."""
-        timed_out = False
+        """Wait for the job (killing it after its deadline) and return its decoded result."""
         exited = self._receive(max(0.0, job.deadline - time.monotonic()))
-        if exited is None:
-            timed_out = True
+        backstop = exited is None
+        if backstop:
+            log.warning("job %d outlived its monitor's deadline; killing it", job.id)
             self._kill_group(job.pid)
             exited = self._receive(PROTOCOL_TIMEOUT_S)
-        self._kill_group(job.pid)  # whatever the child left behind in its group
-        self._sweep()
+        if not self.protections.get("pid_namespace"):
+            self._sweep()  # without a pid namespace, daemons could outlive the job
         elapsed = time.monotonic() - job.started
         try:
-            return self._interpret(job, exited, timed_out=timed_out, elapsed=elapsed)
+            return self._interpret(job, exited, backstop=backstop, elapsed=elapsed)
         finally:
             if not self.settings.keep_jobs:
                 shutil.rmtree(job.job_dir, ignore_errors=True)
 
+    def _summary(self, exited: dict[str, Any] | None) -> dict[str, Any]:
+        """What the server saw of the job (our code, never the student's), or a SandboxError."""
+        if exited is None or exited.get("event") != "exited":
+            self._stop()
+            raise SandboxError(f"the fork server stopped while running the job: {exited!r}")
+        if exited.get("refused"):
+            raise SandboxError(f"the job was not run: {exited['refused']}")
+        return exited
+
     def _interpret(
-        self, job: PendingJob, exited: dict[str, Any] | None, *, timed_out: bool, elapsed: float
+        self, job: PendingJob, exited: dict[str, Any] | None, *, backstop: bool, elapsed: float
     ) -> Any:
         limit = self.settings.limits.max_output_kb * 1024
+        # The monitor already trimmed these; the cap here only guards against a broken monitor.
         output = StudentOutput(
-            stdout=_read_capped(job.job_dir / "stdout.txt", limit),
-            stderr=_read_capped(job.job_dir / "stderr.txt", limit),
+            stdout=_read_capped(job.job_dir / "stdout.txt", limit + 200),
+            stderr=_read_capped(job.job_dir / "stderr.txt", limit + 200),
         )
-        imported = (job.job_dir / "imported").exists()
+        imported = _size(job.job_dir / "progress") > 0
         file_name = f"{job.module}.py"
-        if timed_out:
+        summary = None if backstop else self._summary(exited)
+        if summary is None or summary.get("timed_out"):
             where = "running your code" if imported else f"importing {file_name}"
             raise StudentFailure(
                 "timeout",
@@ -350,15 +622,10 @@ class Sandbox:
                 output=output,
                 at_import=not imported,
             )
-        if exited is None:
-            self.close()
-            raise StudentFailure(
-                "error", "The sandbox that runs your code stopped unexpectedly.", output=output
-            )
-        status = int(exited["status"])
+        status = int(summary["status"])
         error_file = job.job_dir / "error.json"
         result_file = job.job_dir / "result.pt"
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and result_file.exists():
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and _size(result_file) > 0:
             try:
                 return decode_result(result_file)
             except Exception as error:
@@ -369,7 +636,7 @@ class Sandbox:
                     detail=repr(error),
                     output=output,
                 ) from None
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 2 and error_file.exists():
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 2 and _size(error_file) > 0:
             raise self._student_exception(error_file, file_name, output)
         raise StudentFailure(
             "error",
@@ -393,8 +660,8 @@ class Sandbox:
             return StudentFailure(
                 "error", "Your code failed and its error could not be read.", output=output
             )
-        where = f" (line {line} of {file_name})" if isinstance(line, int) else ""
-        if kind == "NotImplementedError":
+        where = f" (line {line} of {file_name})" if type(line) is int else ""
+        if kind == "NotImplementedError" and where:
             text = f"Not implemented yet: {message or 'NotImplementedError'}{where}."
         elif phase == "import":
             text = f"{file_name} failed to import: {kind}: {message}{where}."
@@ -429,30 +696,15 @@ class Sandbox:
                 continue
 
     def _sweep(self) -> None:
-        """Kill every process of the sandbox user: double-forked daemons escape process groups."""
+        """Kill every process of the sandbox's uid: double-forked daemons escape process groups."""
         if not self.identity:
             return
-        uid = self.identity[0]
-        for _ in range(3):
-            killed = False
-            for status_file in Path("/proc").glob("[0-9]*/status"):
-                try:
-                    uid_line = next(
-                        line
-                        for line in status_file.read_text().splitlines()
-                        if line.startswith("Uid:")
-                    )
-                except (OSError, StopIteration):
-                    continue
-                if int(uid_line.split()[1]) == uid:
-                    try:
-                        os.kill(int(status_file.parent.name), signal.SIGKILL)
-                        killed = True
-                    except (ProcessLookupError, PermissionError):
-                        pass
-            if not killed:
-                return
-            time.sleep(0.02)
+        survivors = _kill_uid(self.identity.uid, self.identity.gid)
+        if survivors:
+            raise SandboxError(f"processes of the sandbox uid survived the sweep: {survivors}")
+        if not self.protections.get("private_tmp"):
+            roots = [*PRIVATE_DIRS, tempfile.gettempdir(), "/run/lock"]
+            _remove_files_of(self.identity.uid, [Path(p) for p in dict.fromkeys(roots)])
 
     def _send(self, message: dict[str, Any]) -> None:
         assert self._process is not None and self._process.stdin is not None
@@ -485,6 +737,13 @@ class Sandbox:
         return message
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _short(error: BaseException, limit: int = 300) -> str:
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     return text[:limit]
@@ -494,7 +753,10 @@ def _explain_exit(status: int, file_name: str, limits: Limits, elapsed: float) -
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         if number == signal.SIGXCPU:
-            return f"Your code used more than {limits.timeout_s:g} s of CPU time and was stopped."
+            return (
+                f"Your code used more than {limits.timeout_s + CPU_GRACE_S:g} s of CPU time and "
+                "was stopped."
+            )
         if number == signal.SIGKILL:
             return (
                 "Your code was killed (most often for using too much memory: the limit is "
@@ -507,6 +769,11 @@ def _explain_exit(status: int, file_name: str, limits: Limits, elapsed: float) -
         )
         return f"Your code's process was ended by signal {name}."
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
+    if code == EXIT_UNREPORTABLE:
+        return (
+            "Your code failed, and its error could not even be reported: does "
+            f"{file_name} replace built-in functions or modules?"
+        )
     return (
         f"Your code ended the process (exit status {code}) before returning a result. Do not "
         f"call sys.exit(), exit() or os._exit() in {file_name}."

@@ -1,48 +1,126 @@
-"""The student side: a fork server that runs probes against student code, one child per job.
+"""The student side: a fork server that runs probes against student code, one process tree per job.
 
 Started by grader/sandbox.py as `python -I sandbox_server.py`, with a scrubbed environment.
 It imports only the standard library and torch (never the grader package), imports torch
-once, triggers torch's lazy imports once, and then forks a fresh child for every job. The
-child isolates itself (new session, no network, hidden paths, resource limits, no
-privileges), imports the student's file, runs the probe and writes plain data back as a
-torch file that the trusted side decodes with `weights_only=True`. Nothing here decides a
-score: the trusted side only believes what it can check.
+once, triggers torch's lazy imports once, and then forks three processes per job:
+
+- the *monitor* (our code only, outside every namespace): drains the student's stdout and
+  stderr through pipes into a bounded head and tail, enforces the wall-time limit, and once
+  the job is over kills and reaps everything below it (it is a child subreaper, so even
+  double-forked daemons come back to it), then writes `monitor.json`;
+- the *init* (our code only): pid 1 of a fresh pid namespace when the kernel allows it, so
+  that its exit kills every process the student started. It enters fresh network, mount
+  and IPC namespaces, makes the whole file system read-only, gives the job private empty
+  /tmp, /var/tmp and /dev/shm, hides the paths the trusted side names, and reports what it
+  managed to do;
+- the *student* process: resource limits, an unprivileged uid (when we are root) with no
+  groups and no capabilities, no new privileges; imports the student's file, runs the
+  probe, and writes plain data back through descriptors the monitor opened, because it can
+  neither see nor write the job folder.
+
+Nothing here decides a score: the trusted side only believes what it can check. Every step
+that fails is reported, never hidden: `ready` carries what this machine allows, and a job
+that cannot get a protection the first probe had is refused rather than run with less.
 
 Protocol, one JSON object per line: the trusted side writes jobs on our stdin; we answer
 on our stdout with {"event": "ready"}, then per job {"event": "started", "pid"} and
-{"event": "exited", "status"}.
+{"event": "exited", "status"} (the monitor's wait status; the details are in the job's
+`monitor.json`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import importlib.util
 import json
 import os
 import resource
+import select
 import signal
 import sys
+import sysconfig
 import time
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY = 0x1
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
 MS_NOEXEC = 0x8
+MS_REMOUNT = 0x20
+MS_NOATIME = 0x400
+MS_NODIRATIME = 0x800
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
+MS_RELATIME = 0x200000
+MS_STRICTATIME = 0x1000000
+MOUNT_OPTION_FLAGS = {
+    "ro": MS_RDONLY,
+    "nosuid": MS_NOSUID,
+    "nodev": MS_NODEV,
+    "noexec": MS_NOEXEC,
+    "noatime": MS_NOATIME,
+    "nodiratime": MS_NODIRATIME,
+    "relatime": MS_RELATIME,
+    "strictatime": MS_STRICTATIME,
+}
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
 MAX_MESSAGE_CHARS = 4000
 MAX_TRACEBACK_CHARS = 6000
+MAX_OPEN_FILES = 256
+# Top-level folders of the operating system; every other one is covered by an empty tmpfs.
+SYSTEM_TOP_DIRS = frozenset(
+    {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys"}
+    | {"run", "var", "tmp"}
+)
+# Pseudo file systems the student needs as they are (/dev/null, /proc/self, ...).
+LIVE_TREES = ("/proc", "/sys", "/dev")
+# The student's descriptors: 0-2 are stdio; these three lead to files in the job folder.
+RESULT_FD, ERROR_FD, PROGRESS_FD = 3, 4, 5
+# Exit statuses of the student process that carry meaning (anything else is the student's).
+EXIT_RAISED, EXIT_UNREPORTABLE, EXIT_SETUP = 2, 3, 4
+# What the start-up probe finds out; every later job must get all of those that were there.
+PROBED = (
+    "pid_namespace",
+    "network_isolated",
+    "ipc_isolated",
+    "read_only_filesystem",
+    "private_proc",
+    "private_tmp",
+    "paths_hidden",
+    "minimal_view",
+)
+# How long the monitor keeps reading output after the student side is gone.
+DRAIN_GRACE_S = 1.0
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
 
 
 def _check(result: int, what: str) -> None:
@@ -51,47 +129,150 @@ def _check(result: int, what: str) -> None:
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
+def _mount(source: str, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+    _check(
+        _libc.mount(
+            source.encode(),
+            target.encode(),
+            fstype.encode() if fstype else None,
+            flags,
+            data.encode() if data else None,
+        ),
+        f"mount {target}",
+    )
+
+
 def _write_file(path: str, text: str) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(text)
 
 
-def _enter_namespaces(hide: list[str]) -> dict[str, bool]:
-    """Cut the network and mask hidden paths, as far as this kernel and user allow."""
-    done = {"network": False, "hidden_paths": False}
-    if os.geteuid() == 0:
-        flags = CLONE_NEWNET | CLONE_NEWNS
-    else:
-        # An unprivileged user namespace lets an ordinary user do the same on most kernels.
-        flags = CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS
-    uid, gid = os.getuid(), os.getgid()
-    if _libc.unshare(flags) != 0:
-        return done
-    if flags & CLONE_NEWUSER:
+def _inside(path: str, tree: str) -> bool:
+    return path == tree or path.startswith(tree.rstrip("/") + "/")
+
+
+# -- isolation (in the student process, before any student code) -------------------------------
+
+
+def _mount_points() -> list[tuple[str, int]]:
+    """Every mount point with its per-mount flags, from /proc/self/mountinfo."""
+    points = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
+        for line in handle:
+            fields = line.split()
+            if len(fields) < 6:
+                continue
+            path = fields[4].encode("utf-8", "surrogateescape").decode("unicode_escape")
+            flags = 0
+            for option in fields[5].split(","):
+                flags |= MOUNT_OPTION_FLAGS.get(option, 0)
+            points.append((path, flags))
+    return points
+
+
+def _make_read_only() -> bool:
+    """Remount every file system read-only in our mount namespace (pseudo file systems aside)."""
+    done = True
+    for path, flags in _mount_points():
+        if any(_inside(path, tree) for tree in LIVE_TREES):
+            continue
         try:
-            _write_file("/proc/self/setgroups", "deny")
-            _write_file("/proc/self/uid_map", f"{uid} {uid} 1")
-            _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
+            # Keep the mount's own flags: a user namespace may not clear nosuid, nodev, ...
+            _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
         except OSError:
-            pass
-    done["network"] = True
-    try:
-        _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
-        for path in hide:
-            target = path.encode()
-            if os.path.isdir(path):
-                _check(
-                    _libc.mount(
-                        b"tmpfs", target, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, b"size=4k"
-                    ),
-                    f"hide {path}",
-                )
-            elif os.path.exists(path):
-                _check(_libc.mount(b"/dev/null", target, None, MS_BIND, None), f"hide {path}")
-        done["hidden_paths"] = True
-    except OSError:
-        pass
+            done = False
     return done
+
+
+def _isolate(config: dict[str, Any], job_dir: str) -> dict[str, Any]:
+    """New network, IPC and mount namespaces, and a reduced view of the file system."""
+    done: dict[str, Any] = {
+        "pid_namespace": os.getpid() == 1,
+        "network_isolated": _libc.unshare(CLONE_NEWNET) == 0,
+        "ipc_isolated": _libc.unshare(CLONE_NEWIPC) == 0,
+        "read_only_filesystem": False,
+        "private_proc": False,
+        "private_tmp": False,
+        "paths_hidden": False,
+        "minimal_view": False,
+        "home": "",
+    }
+    if _libc.unshare(CLONE_NEWNS) != 0:
+        return done
+    try:
+        _mount("none", "/", None, MS_REC | MS_PRIVATE)
+    except OSError:
+        return done
+    done["read_only_filesystem"] = _make_read_only()
+    if done["pid_namespace"]:
+        # A /proc of the new pid namespace: the student sees its own processes and no others
+        # (not the grader's command line, environment or open files).
+        with contextlib.suppress(OSError):
+            _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            done["private_proc"] = True
+    # What must stay visible under the covers below: the interpreter, torch, the job folder.
+    keep = sorted({os.path.realpath(p) for p in config["keep"] if os.path.isdir(p)})
+    keep.append(os.path.realpath(job_dir))
+    handles = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in keep}
+    private_ok, private_mounted, covered = True, [], []
+    tmp_mb = int(config["limits"]["tmp_mb"])
+    for path in config["private_dirs"]:
+        if not os.path.isdir(path) or os.path.islink(path):
+            continue
+        try:
+            options = f"size={tmp_mb}m,nr_inodes=16384,mode=1777"
+            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options)
+            private_mounted.append(path)
+        except OSError:
+            private_ok = False
+    done["private_tmp"] = private_ok and bool(private_mounted)
+    # Everything outside the system's own folders disappears (home folders, the course,
+    # other submissions), so there is nothing to search for; made read-only once the paths
+    # to keep are back.
+    view_ok = True
+    for path in config["cover"]:
+        try:
+            if os.path.islink(path):
+                continue
+            if os.path.isdir(path):
+                _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+                covered.append(path)
+            elif os.path.isfile(path):
+                _mount("/dev/null", path, None, MS_BIND)
+        except OSError:
+            view_ok = False
+    for path in keep:
+        if not any(_inside(path, tree) and path != tree for tree in private_mounted + covered):
+            continue
+        # Covered: put the original back, read-only, at the same path.
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
+        _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    for handle in handles.values():
+        os.close(handle)
+    for path in covered:
+        _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    done["minimal_view"] = view_ok
+    hidden_ok = True
+    for path in config["hide"]:
+        try:
+            if os.path.isdir(path):
+                _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
+            elif os.path.lexists(path):
+                _mount("/dev/null", path, None, MS_BIND)
+        except OSError:
+            hidden_ok = False
+    done["paths_hidden"] = hidden_ok
+    if private_mounted:
+        home = os.path.join(private_mounted[0], "home")
+        os.mkdir(home, 0o700)
+        if config.get("uid") is not None:
+            os.chown(home, config["uid"], config["gid"])
+        done["home"] = home
+    return done
+
+
+# -- the student process -----------------------------------------------------------------------
 
 
 def _set_limits(limits: dict[str, Any], *, device: str) -> None:
@@ -101,11 +282,10 @@ def _set_limits(limits: dict[str, Any], *, device: str) -> None:
             value = min(value, hard)
         resource.setrlimit(kind, (value, value))
 
-    cpu_s = int(limits["timeout_s"]) + 2
-    cap(resource.RLIMIT_CPU, cpu_s)
+    cap(resource.RLIMIT_CPU, int(limits["cpu_s"]))
     cap(resource.RLIMIT_CORE, 0)
     cap(resource.RLIMIT_FSIZE, int(limits["max_file_mb"]) * 1024 * 1024)
-    cap(resource.RLIMIT_NOFILE, 256)
+    cap(resource.RLIMIT_NOFILE, MAX_OPEN_FILES)
     if device == "cpu":
         # The address-space cap counts what torch already mapped, so it is added on top.
         with open("/proc/self/statm", encoding="ascii") as statm:
@@ -115,14 +295,27 @@ def _set_limits(limits: dict[str, Any], *, device: str) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def _drop_privileges(uid: int | None, gid: int | None, max_processes: int) -> None:
-    if uid is None or gid is None or os.geteuid() != 0:
-        return
-    os.setgroups([])
-    os.setgid(gid)
-    os.setuid(uid)
-    # Counted per user, so it only means something once we are the sandbox user.
-    resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
+def _drop_privileges(config: dict[str, Any]) -> None:
+    """Become the sandbox uid (when root) and give up every capability and privilege gain."""
+    uid, gid = config.get("uid"), config.get("gid")
+    limits = config["limits"]
+    if os.geteuid() == 0 and uid is not None and gid is not None:
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+        # Counted per uid, and the uid is this sandbox's alone: a fork bomb stops here.
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_processes"],) * 2)
+    else:
+        # In a user namespace of our own we still hold capabilities over it: drop them all.
+        for number in range(64):
+            _libc.prctl(PR_CAPBSET_DROP, number, 0, 0, 0)
+        _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+        header = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
+        _libc.capset(ctypes.byref(header), (_CapData * 2)())
+        nproc = int(limits["max_processes"]) + int(config.get("nproc_baseline", 0))
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
 
 
 def _to_wire(value: Any, where: str, torch: Any) -> Any:
@@ -176,55 +369,299 @@ def _load_module(name: str, path: str) -> Any:
     return module
 
 
-def _run_child(job: dict[str, Any], config: dict[str, Any], torch: Any) -> None:
-    """Everything a child does; never returns (the caller `_exit`s)."""
+def _run_student(
+    job: dict[str, Any],
+    config: dict[str, Any],
+    torch: Any,
+    files: dict[str, int],
+    pipes: dict[str, int],
+) -> NoReturn:
+    """Isolate, limit, unprivilege; import the student's file, run the probe, send data back."""
     os.setsid()
-    job_dir = job["job_dir"]
-    null = os.open(os.devnull, os.O_RDONLY)
-    out = os.open(os.path.join(job_dir, "stdout.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    err = os.open(os.path.join(job_dir, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(null, 0)
-    os.dup2(out, 1)
-    os.dup2(err, 2)
-    os.closerange(3, 65536)  # the protocol pipes and anything else the server holds
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    job_dir = job["job_dir"]
+    try:
+        setup = _isolate(config, job_dir)
+    except OSError as error:
+        os.write(pipes["report"], json.dumps({"refused": f"isolation: {error}"}).encode())
+        os._exit(EXIT_SETUP)
+    missing = [name for name in job.get("require", ()) if not setup.get(name)]
+    report: dict[str, Any] = {"setup": setup}
+    if missing:
+        report["refused"] = f"protections this server had at start are missing: {missing}"
+    os.write(pipes["report"], json.dumps(report).encode())
+    if missing or not job.get("module"):  # refused, or the start-up probe (no student code)
+        os._exit(EXIT_SETUP if missing else 0)
+
+    # Lift every descriptor we keep above the targets first, so no dup2 closes one we need.
+    null = os.open(os.devnull, os.O_RDONLY)
+    targets = {
+        0: null,
+        1: pipes["stdout"],
+        2: pipes["stderr"],
+        RESULT_FD: files["result.pt"],
+        ERROR_FD: files["error.json"],
+        PROGRESS_FD: files["progress"],
+    }
+    lifted = {target: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for target, fd in targets.items()}
+    for target, fd in lifted.items():
+        os.dup2(fd, target, inheritable=target <= 2)
+    # The report pipe, the protocol and everything else the server held: not the student's.
+    os.closerange(PROGRESS_FD + 1, 1 << 16)
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(number, signal.SIG_DFL)
-    os.chdir(job_dir)
-    _enter_namespaces(config["hide"])
+    # If memory runs out on the machine, the kernel should pick the student, not the grader.
+    with contextlib.suppress(OSError):
+        _write_file("/proc/self/oom_score_adj", "1000")
+    home = setup["home"] or os.path.join(job_dir, "home")
+    os.chdir(home)
     _set_limits(config["limits"], device=config["device"])
-    _drop_privileges(config.get("uid"), config.get("gid"), int(config["limits"]["max_processes"]))
-    os.environ["HOME"] = job_dir
-    os.environ["TMPDIR"] = job_dir
+    _drop_privileges(config)
+    os.environ.update(HOME=home, TMPDIR=home, USER="sandbox", LOGNAME="sandbox")
+    import tempfile
+
+    tempfile.tempdir = None  # forget the server's cached temporary folder
 
     student_file = job["module"] + ".py"
     submission_dir = os.path.join(job_dir, "submission")
     sys.path.insert(0, submission_dir)
-    error_path = os.path.join(job_dir, "error.json")
     phase = "import"
     try:
         kwargs = torch.load(os.path.join(job_dir, "input.pt"), weights_only=True)
         probes = _load_module("probes", os.path.join(job_dir, "probes.py"))
         probe = getattr(probes, job["probe"])
         module = _load_module(job["module"], os.path.join(submission_dir, student_file))
-        _write_file(os.path.join(job_dir, "imported"), "")
+        os.write(PROGRESS_FD, b"imported\n")
         phase = "run"
         result = probe(module, **kwargs)
         phase = "output"
-        torch.save(_to_wire(result, "the result", torch), os.path.join(job_dir, "result.pt"))
+        with os.fdopen(RESULT_FD, "wb", closefd=False) as handle:
+            torch.save(_to_wire(result, "the result", torch), handle)
     except BaseException as error:  # SystemExit and KeyboardInterrupt are the student's too
         try:
-            with open(error_path, "w", encoding="utf-8") as handle:
+            with os.fdopen(ERROR_FD, "w", encoding="utf-8", closefd=False) as handle:
                 json.dump(_describe_exception(error, phase, student_file), handle)
         except BaseException:
-            os._exit(3)
-        os._exit(2)
+            os._exit(EXIT_UNREPORTABLE)
+        os._exit(EXIT_RAISED)
     finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(BaseException):
                 stream.flush()
     os._exit(0)
+
+
+# -- the job's process tree (in the server, which is also the job's monitor) -------------------
+
+
+class _Capture:
+    """The first and last `limit // 2` bytes of a stream, however much flows through."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = max(limit // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > self.half:
+            del self.tail[: len(self.tail) - self.half]
+
+    def write(self, path: str) -> None:
+        skipped = self.total - len(self.head) - len(self.tail)
+        with open(path, "wb") as handle:
+            handle.write(bytes(self.head))
+            if skipped > 0:
+                handle.write(f"\n[... {skipped} bytes of output left out ...]\n".encode())
+            handle.write(bytes(self.tail))
+
+
+def _children() -> list[int]:
+    try:
+        with open(f"/proc/self/task/{os.getpid()}/children", encoding="ascii") as handle:
+            return [int(pid) for pid in handle.read().split()]
+    except OSError:
+        me = str(os.getpid())
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
+                        if stat.read().rsplit(")", 1)[1].split()[1] == me:
+                            found.append(int(entry))
+                except (OSError, IndexError):
+                    continue
+        return found
+
+
+def _kill_descendants() -> None:
+    """Kill and reap every process below this one; orphans keep coming back to a subreaper."""
+    while True:
+        for pid in _children():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            reaped, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if reaped == 0:
+            time.sleep(0.001)
+
+
+class _PidNamespaces:
+    """Gives every job's student process a fresh pid namespace, where the kernel allows it."""
+
+    def __init__(self) -> None:
+        self.root = os.geteuid() == 0
+        # Our own pid namespace, to return to before asking for the next fresh one.
+        self.home_fd = os.open("/proc/self/ns/pid", os.O_RDONLY) if self.root else -1
+
+    def fork(self) -> int:
+        """Fork like os.fork; the child is pid 1 of a new namespace if that is allowed."""
+        if self.root:
+            fresh = _libc.unshare(CLONE_NEWPID) == 0
+            try:
+                return os.fork()
+            finally:
+                if fresh:
+                    _libc.setns(self.home_fd, CLONE_NEWPID)
+        return self._fork_unprivileged()
+
+    def _fork_unprivileged(self) -> int:
+        # An ordinary user gets a pid namespace inside a user namespace of its own, which the
+        # server could not leave again; a short-lived helper enters both and forks the
+        # student, who is then re-parented to us (we are a subreaper). The student waits to
+        # be adopted before it asks to die with its parent, or the helper's exit would kill it.
+        pid_r, pid_w = os.pipe()
+        adopted_r, adopted_w = os.pipe()
+        helper = os.fork()
+        if helper == 0:
+            try:
+                os.close(pid_r)
+                os.close(adopted_w)
+                uid, gid = os.getuid(), os.getgid()
+                if _libc.unshare(CLONE_NEWUSER | CLONE_NEWPID) == 0:
+                    with contextlib.suppress(OSError):
+                        _write_file("/proc/self/setgroups", "deny")
+                        _write_file("/proc/self/uid_map", f"{uid} {uid} 1")
+                        _write_file("/proc/self/gid_map", f"{gid} {gid} 1")
+                student = os.fork()
+            except BaseException:
+                os._exit(EXIT_SETUP)
+            if student == 0:
+                os.close(pid_w)
+                os.read(adopted_r, 1)
+                os.close(adopted_r)
+                return 0
+            os.write(pid_w, str(student).encode())
+            os._exit(0)
+        os.close(pid_w)
+        os.close(adopted_r)
+        with os.fdopen(pid_r, "rb") as pipe:
+            text = pipe.read()
+        os.waitpid(helper, 0)
+        os.write(adopted_w, b"1")
+        os.close(adopted_w)
+        if not text:  # the helper failed: no namespaces, but the job still runs
+            return os.fork()
+        return int(text)
+
+
+def _run_job(
+    job: dict[str, Any], config: dict[str, Any], torch: Any, namespaces: _PidNamespaces
+) -> dict[str, Any]:
+    """Run one job to its end: drain its output, enforce its wall time, leave nothing behind."""
+    started = time.monotonic()
+    job_dir = job["job_dir"]
+    created = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    files = {
+        name: os.open(os.path.join(job_dir, name), created, 0o600)
+        for name in ("result.pt", "error.json", "progress")
+    }
+    ends = {name: os.pipe() for name in ("stdout", "stderr", "report")}
+    pid = namespaces.fork()
+    if pid == 0:
+        try:
+            for read_end, _ in ends.values():
+                os.close(read_end)
+            _run_student(job, config, torch, files, {k: w for k, (_, w) in ends.items()})
+        except BaseException:
+            # Our own bug, not the student's: the server's log (stderr) is for staff.
+            traceback.print_exc()
+        finally:
+            os._exit(EXIT_SETUP)
+    config["reply"]({"event": "started", "id": job["id"], "pid": pid})
+    for fd in (*files.values(), *(write_end for _, write_end in ends.values())):
+        os.close(fd)
+    limit = int(config["limits"]["max_output_bytes"])
+    out_r, err_r, report_r = (ends[name][0] for name in ("stdout", "stderr", "report"))
+    streams = {out_r: _Capture(limit), err_r: _Capture(limit)}
+    report = bytearray()
+    exited = os.pidfd_open(pid)
+    deadline = started + float(job["timeout_s"])
+    timed_out = False
+    watched = {out_r, err_r, report_r, exited}
+    while exited in watched:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select(list(watched), [], [], remaining)
+        for fd in ready:
+            if fd == exited:
+                watched.discard(fd)
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                watched.discard(fd)
+            elif fd == report_r:
+                report += chunk[: 1 << 16]
+            else:
+                streams[fd].add(chunk)
+    # The student process is pid 1 of its namespace: its end is the end of all it started.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    _kill_descendants()
+    # Every writer is dead now, so what is left in the pipes ends.
+    grace = time.monotonic() + DRAIN_GRACE_S
+    for fd in (out_r, err_r, report_r):
+        while fd in watched and time.monotonic() < grace:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            if fd == report_r:
+                report += chunk[: 1 << 16]
+            else:
+                streams[fd].add(chunk)
+    for fd in (out_r, err_r, report_r, exited):
+        os.close(fd)
+    try:
+        summary: dict[str, Any] = dict(json.loads(bytes(report) or b"{}"))
+    except (ValueError, TypeError):
+        summary = {"refused": "the student process's setup report was unreadable"}
+    for name, fd in (("stdout", out_r), ("stderr", err_r)):
+        streams[fd].write(os.path.join(job_dir, f"{name}.txt"))
+        summary[f"{name}_bytes"] = streams[fd].total
+    summary.update(
+        event="exited",
+        id=job["id"],
+        status=status,
+        timed_out=timed_out,
+        wall_s=round(time.monotonic() - started, 3),
+    )
+    return summary
+
+
+# -- the server --------------------------------------------------------------------------------
 
 
 def _warm_up(torch: Any) -> None:
@@ -242,6 +679,34 @@ def _warm_up(torch: Any) -> None:
     torch.autograd.gradcheck(lambda t: t * 2, (x,))
 
 
+def _own_task_count() -> int:
+    """Processes and threads of our uid: RLIMIT_NPROC counts them all when we are not root."""
+    uid, count = os.getuid(), 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="utf-8") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                count += int(fields["Threads"])
+        except (OSError, KeyError, ValueError):
+            continue
+    return count
+
+
+def _probe_protections(
+    config: dict[str, Any], torch: Any, namespaces: _PidNamespaces
+) -> dict[str, bool]:
+    """Run the isolation steps once without student code: what does this machine allow?"""
+    job = {"id": 0, "job_dir": config["probe_dir"], "module": None, "timeout_s": 30}
+    summary = _run_job(job, config, torch, namespaces)
+    setup = summary.get("setup", {}) if not summary.get("refused") else {}
+    found = {name: bool(setup.get(name)) for name in PROBED}
+    found["separate_user"] = os.geteuid() == 0 and config.get("uid") is not None
+    return found
+
+
 def main() -> int:
     # Keep the protocol on private descriptors so stray prints can never corrupt it.
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
@@ -250,6 +715,23 @@ def main() -> int:
     os.dup2(null, 0)
     os.dup2(null, 1)
     config = json.loads(requests.readline())
+    # If the grader dies (even by SIGKILL, say out of memory), so do we and every job below
+    # us: each job's student process dies with us, and with it its whole pid namespace.
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != int(config["parent"]):
+        return 1  # the grader died before we could ask to die with it
+    config["cover"] = [
+        os.path.join("/", name) for name in sorted(os.listdir("/")) if name not in SYSTEM_TOP_DIRS
+    ]
+    # Whatever a job leaves behind is re-parented to us, and killed after the job.
+    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    if os.geteuid() != 0:
+        config["nproc_baseline"] = _own_task_count()
+    namespaces = _PidNamespaces()
+
+    def reply(message: dict[str, Any]) -> None:
+        replies.write(json.dumps(message) + "\n")
+        replies.flush()
 
     started = time.perf_counter()
     import torch
@@ -259,55 +741,33 @@ def main() -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     _warm_up(torch)
+    # What the covers must leave visible: the interpreter and its libraries, wherever they are.
+    config["keep"] = [
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        *(sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")),
+        os.path.dirname(os.path.dirname(torch.__file__)),
+    ]
 
-    def reply(message: dict[str, Any]) -> None:
-        replies.write(json.dumps(message) + "\n")
-        replies.flush()
-
+    config["reply"] = lambda message: None  # the probe's "started" is not for the trusted side
+    protections = _probe_protections(config, torch, namespaces)
+    config["reply"] = reply
+    # A job that cannot get what the probe got is refused, never run with less.
+    require = [name for name in PROBED if protections[name]]
     reply(
         {
             "event": "ready",
             "torch": torch.__version__,
             "warm_up_s": round(time.perf_counter() - started, 3),
-            "protections": _probe_protections(config),
+            "protections": protections,
         }
     )
     for line in requests:
         job = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                _run_child(job, config, torch)
-            finally:
-                os._exit(4)
-        reply({"event": "started", "id": job["id"], "pid": pid})
-        _, status = os.waitpid(pid, 0)
-        reply({"event": "exited", "id": job["id"], "status": status})
+        job["require"] = require
+        reply(_run_job(job, config, torch, namespaces))
     return 0
-
-
-def _probe_protections(config: dict[str, Any]) -> dict[str, bool]:
-    """Find out in a throwaway child which isolation steps this machine allows."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        try:
-            done = _enter_namespaces(config["hide"])
-        except BaseException:
-            done = {"network": False, "hidden_paths": False}
-        os.write(write_end, json.dumps(done).encode())
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        data = pipe.read()
-    os.waitpid(pid, 0)
-    done = json.loads(data or b"{}")
-    return {
-        "network_isolated": bool(done.get("network")),
-        "paths_hidden": bool(done.get("hidden_paths")),
-        "unprivileged_user": os.geteuid() == 0 and config.get("uid") is not None,
-    }
 
 
 if __name__ == "__main__":

@@ -9,8 +9,11 @@ links and zip bombs have nothing to act on.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import re
 import stat
+import tokenize
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -21,7 +24,11 @@ from grader.errors import SubmissionError
 MAX_SOURCE_BYTES = 1024 * 1024
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 MAX_ARCHIVE_MEMBERS = 10_000
+# An archive holds a notebook and a few sources; far larger ones are refused before opening.
+MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
 MAX_WALK_ENTRIES = 20_000
+# PEP 263: a coding declaration on line 1 or 2 (group 1 is everything before the name).
+CODING_LINE = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)[-\w.]+")
 JUNK_DIRS = {
     "__MACOSX",
     "__pycache__",
@@ -125,16 +132,32 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
 
 
 def _decode_source(name: str, data: bytes) -> tuple[str, str]:
-    """Source text with BOM and CRLF normalised, or a message saying why it is not usable."""
+    """Source text, UTF-8 with BOM and CRLF normalised, or a message saying why it is unusable.
+
+    A PEP 263 coding line (`# -*- coding: latin-1 -*-`) is honoured, as Python would, and
+    rewritten to utf-8, because the clean copy is stored (and read back) as UTF-8.
+    """
     if b"\0" in data:
         return "", f"{name} is not a text file (it contains NUL bytes); submit the .py source."
     try:
-        text = data.decode("utf-8-sig")
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        if "unknown encoding" in str(error.msg):
+            return "", f"{name}: {error.msg}; save the file as UTF-8 in your editor."
+        encoding = "utf-8"  # no usable coding line: Python reads UTF-8, so do we
+    try:
+        text = data.decode(encoding)
     except UnicodeDecodeError as error:
+        declared = "" if encoding.startswith("utf-8") else f" (its coding line says {encoding})"
         return "", (
-            f"{name} is not valid UTF-8 (byte {error.start}); save it as UTF-8 in your editor."
+            f"{name} is not valid {encoding.upper()}{declared} at byte {error.start}; save it "
+            "as UTF-8 in your editor."
         )
-    return text.replace("\r\n", "\n").replace("\r", "\n"), ""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n", 2)
+    for index in range(min(2, len(lines))):
+        lines[index] = CODING_LINE.sub(r"\g<1>utf-8", lines[index], count=1)
+    return "\n".join(lines), ""
 
 
 def _syntax_problem(name: str, text: str) -> str:
@@ -148,9 +171,22 @@ def _syntax_problem(name: str, text: str) -> str:
     return ""
 
 
+def _read_regular(path: Path, cap: int, *, follow: bool = False) -> tuple[bytes, int]:
+    """Up to `cap + 1` bytes of a regular file and its size; never a link, FIFO or device."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        return handle.read(cap + 1), info.st_size
+
+
 def _read_capped_file(path: Path, cap: int) -> bytes:
-    with path.open("rb") as handle:
-        data = handle.read(cap + 1)
+    try:
+        data, _ = _read_regular(path, cap, follow=True)
+    except OSError as error:
+        raise SubmissionError(f"{path}: cannot read it ({error}).") from error
     if len(data) > cap:
         raise SubmissionError(f"{path.name} is larger than {cap >> 20} MiB; it cannot be graded.")
     return data
@@ -177,26 +213,49 @@ def _from_folder(root: Path, wanted: set[str], notebook: str | None) -> _Found:
 def _pick(found: _Found, candidates: dict[str, list[Path]], root: Path) -> _Found:
     for name, paths in candidates.items():
         paths.sort(key=lambda p: (len(p.relative_to(root).parts), str(p)))
-        chosen = paths[0]
-        if len(paths) > 1:
-            found.notes.append(
-                f"{len(paths)} copies of {name} found; graded {chosen.relative_to(root)}."
-            )
-        if chosen.is_symlink():
-            found.notes.append(f"Ignored {chosen.relative_to(root)}: links are not followed.")
+        usable = []
+        for path in paths:
+            if path.is_symlink():
+                found.notes.append(f"Ignored {path.relative_to(root)}: links are not followed.")
+            elif not path.is_file():
+                found.notes.append(f"Ignored {path.relative_to(root)}: not a regular file.")
+            else:
+                usable.append(path)
+        if not usable:
             continue
-        size = chosen.stat().st_size
-        if name.endswith(".ipynb"):
-            found.notebook = _read_capped_file(chosen, MAX_NOTEBOOK_BYTES)
-        elif size > MAX_SOURCE_BYTES:
-            found.oversized[name] = size
+        chosen = usable[0]
+        if len(usable) > 1:
+            found.notes.append(
+                f"{len(usable)} copies of {name} found; graded {chosen.relative_to(root)}."
+            )
+        cap = MAX_NOTEBOOK_BYTES if name.endswith(".ipynb") else MAX_SOURCE_BYTES
+        try:
+            data, size = _read_regular(chosen, cap)
+        except OSError as error:
+            found.notes.append(f"Could not read {chosen.relative_to(root)}: {error}.")
+            continue
+        if len(data) > cap:
+            if name.endswith(".ipynb"):
+                found.notes.append(f"Ignored {name}: larger than {cap >> 20} MiB.")
+            else:
+                found.oversized[name] = size
+        elif name.endswith(".ipynb"):
+            found.notebook = data
         else:
-            found.sources[name] = chosen.read_bytes()
+            found.sources[name] = data
     return found
 
 
 def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
     found = _Found()
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise SubmissionError(f"{path.name} is not a regular file; pass a .zip archive.")
+    if info.st_size > MAX_ARCHIVE_BYTES:
+        raise SubmissionError(
+            f"{path.name} is {info.st_size >> 20} MiB (limit {MAX_ARCHIVE_BYTES >> 20} MiB); zip "
+            "only your assignment files."
+        )
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as error:

