@@ -38,6 +38,8 @@ test: lint typecheck
 
 bench: $(VENV)/.dev
 	$(PY) bench/bench_grade.py
+	$(PY) bench/bench_check.py
+	$(PY) bench/bench_batch.py
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache

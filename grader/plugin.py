@@ -141,8 +141,43 @@ def display_name(item: pytest.Item) -> str:
     return f"{title} [{callspec.id}]" if callspec else title
 
 
-def device_hint(message: str, device: str) -> str:
-    """A hint for the usual device mistakes, judged from the error text of the student's code."""
+# (substring of a PyTorch error, hint): the usual causes, in words a student can act on.
+ERROR_HINTS = (
+    (
+        "leaf Variable that requires grad is being used in an in-place operation",
+        "Hint: update the weights inside `with torch.no_grad():` (w1 -= learning_rate * "
+        "w1.grad), so the update itself is not recorded by autograd.",
+    ),
+    (
+        "does not require grad and does not have a grad_fn",
+        "Hint: the tensor you call backward() on was not built from tensors that require "
+        "grad; do not detach(), .item() or rebuild it inside torch.no_grad() before backward.",
+    ),
+    (
+        "Trying to backward through the graph a second time",
+        "Hint: run a fresh forward pass every step; a loss (or an intermediate tensor) from an "
+        "earlier step cannot be backpropagated again.",
+    ),
+    (
+        "expected scalar type",
+        "Hint: mixed dtypes. Create new tensors with dtype=x.dtype (or torch.zeros_like(x)); "
+        "the default dtype is float32 but tests also use float64.",
+    ),
+    (
+        "dtypes",
+        "Hint: mixed dtypes. Create new tensors with dtype=x.dtype (or torch.zeros_like(x)); "
+        "the default dtype is float32 but tests also use float64.",
+    ),
+    (
+        "shapes cannot be multiplied",
+        "Hint: check the shapes: x is (N, D_in), w1 (D_in, H), w2 (H, D_out); a transpose "
+        "may be missing or misplaced, or sizes are hard-coded.",
+    ),
+)
+
+
+def error_hint(message: str, device: str) -> str:
+    """A hint for the usual mistakes, judged from the error text of the student's code."""
     if "same device" in message or ("cuda" in message.lower() and "cpu" in message.lower()):
         return (
             "Hint: some of your tensors are on a different device than the inputs. Create new "
@@ -154,6 +189,9 @@ def device_hint(message: str, device: str) -> str:
             f"Hint: your code asked for a CUDA GPU, but this grading run is on {device}. Never "
             "hard-code 'cuda': use the device of the inputs (x.device)."
         )
+    for pattern, hint in ERROR_HINTS:
+        if pattern in message:
+            return hint
     return ""
 
 
@@ -278,7 +316,7 @@ class GraderPlugin:
             if isinstance(error, StudentFailure):
                 outcome = "timeout" if error.outcome == "timeout" else "error"
                 message, detail, output = error.message, error.detail, error.output.for_feedback()
-                hint = device_hint(message, self.session.device)
+                hint = error_hint(message, self.session.device)
                 message = f"{message}\n{hint}" if hint else message
             elif isinstance(error, AssertionError):
                 outcome, message = "failed", _student_facing_assertion(error)
