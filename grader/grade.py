@@ -113,9 +113,6 @@ def run_hidden_suite(tests_dir: Path, plugin: GraderPlugin, workdir: Path) -> in
         "-p", "no:terminal",
         "-o", "python_files=test_*.py",
         "-W", "ignore::DeprecationWarning",
-        # Student failures carry their own messages; pytest's rich tracebacks cost 30-60 ms
-        # per failed test and only staff ever read them (for the grader's own errors).
-        "--tb", "native",
     ]  # fmt: skip
     with _isolated_pytest_environment():
         return int(pytest.main(args, plugins=[plugin]))

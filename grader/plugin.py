@@ -213,6 +213,9 @@ class GraderPlugin:
     def pytest_configure(self, config: pytest.Config) -> None:
         for line in MARKERS:
             config.addinivalue_line("markers", line)
+        # Student failures carry their own messages; pytest's long tracebacks cost 30-60 ms
+        # per failed test and only staff read them (for the grader's own errors).
+        config.option.tbstyle = "native"
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         parts = {part.id: part for part in self.session.assignment.parts}

@@ -608,12 +608,16 @@ def matmul_tflops_fake_clock(part, *, dtype, n, repeats):
     from torch.overrides import TorchFunctionMode
 
     state = {"matmuls": 0, "reads": 0}
+    dtypes: set[str] = set()
 
     class _Counter(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             result = func(*args, **(kwargs or {}))
             if getattr(func, "__name__", "") in _MATMUL_NAMES:
                 state["matmuls"] += 1
+                # The dtype the matmuls really ran in: timing float32 when asked for
+                # float64 (a forgotten dtype=...) shows here.
+                dtypes.update(str(a.dtype) for a in args if isinstance(a, torch.Tensor))
             return result
 
     def seconds():
@@ -651,5 +655,6 @@ def matmul_tflops_fake_clock(part, *, dtype, n, repeats):
         "value": float(value),
         "matmuls": state["matmuls"],
         "clock_reads": state["reads"],
+        "matmul_dtypes": sorted(dtypes),
         "expected": 2 * n**3 / FAKE_MATMUL_SECONDS / 1e12,
     }

@@ -65,6 +65,12 @@ def test_matmul_tflops(student, device, dtype):
     # 1. With a clock that advances exactly FAKE_MATMUL_SECONDS per matmul (CPU), the
     #    figure depends only on the FLOP and matmul counting, so a factor 2 shows.
     fake = student(probes.matmul_tflops_fake_clock, dtype=dtype, n=80, repeats=5)
+    wanted = f"torch.{dtype}"
+    assert fake["matmul_dtypes"] in ([], [wanted]), (
+        f"matmul_tflops(80, 'cpu', dtype=torch.{dtype}) ran its matmuls in "
+        f"{', '.join(fake['matmul_dtypes'])}. Create both operands with dtype=dtype, so the "
+        "figure measures the precision that was asked for."
+    )
     # Not applicable when the function reads a clock the probe cannot replace.
     if fake["matmuls"] > 0 and fake["clock_reads"] >= 2:
         ratio = fake["value"] / fake["expected"]
