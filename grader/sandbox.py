@@ -598,6 +598,8 @@ class Sandbox:
             raise SandboxError(f"the fork server stopped while running the job: {exited!r}")
         if exited.get("refused"):
             raise SandboxError(f"the job was not run: {exited['refused']}")
+        if "setup" not in exited and not exited.get("timed_out"):
+            raise SandboxError("the student process failed before its isolation was in place")
         return exited
 
     def _interpret(

@@ -1,31 +1,33 @@
-"""The student side: a fork server that runs probes against student code, one process tree per job.
+"""The student side: a fork server that runs probes against student code, one process per job.
 
 Started by grader/sandbox.py as `python -I sandbox_server.py`, with a scrubbed environment.
 It imports only the standard library and torch (never the grader package), imports torch
-once, triggers torch's lazy imports once, and then forks three processes per job:
+once, triggers torch's lazy imports once, and then forks one fresh *student process* per
+job, which before any student code:
 
-- the *monitor* (our code only, outside every namespace): drains the student's stdout and
-  stderr through pipes into a bounded head and tail, enforces the wall-time limit, and once
-  the job is over kills and reaps everything below it (it is a child subreaper, so even
-  double-forked daemons come back to it), then writes `monitor.json`;
-- the *init* (our code only): pid 1 of a fresh pid namespace when the kernel allows it, so
-  that its exit kills every process the student started. It enters fresh network, mount
-  and IPC namespaces, makes the whole file system read-only, gives the job private empty
-  /tmp, /var/tmp and /dev/shm, hides the paths the trusted side names, and reports what it
-  managed to do;
-- the *student* process: resource limits, an unprivileged uid (when we are root) with no
-  groups and no capabilities, no new privileges; imports the student's file, runs the
-  probe, and writes plain data back through descriptors the monitor opened, because it can
-  neither see nor write the job folder.
+- becomes pid 1 of a fresh pid namespace (where the kernel allows it), so that its end is
+  the end of every process the student started, double-forked daemons included;
+- enters fresh network, IPC and mount namespaces, remounts the whole file system
+  read-only, covers every non-system top-level folder and /tmp, /var/tmp and /dev/shm
+  with empty tmpfs mounts (putting back only Python, torch and its job folder), mounts a
+  /proc of its own, and hides the paths the trusted side names;
+- sets resource limits, becomes the sandbox's unprivileged uid (when we are root) with no
+  groups and no capabilities, and forbids gaining privileges;
+
+then imports the student's file, runs the probe, and writes plain data back through
+descriptors the server opened, because it can neither see nor write its job folder.
+
+The server is also each job's monitor: it drains the student's stdout and stderr through
+pipes into a bounded head and tail, kills the student process at the wall-time deadline,
+and, being a child subreaper, kills and reaps whatever is left below it after each job.
 
 Nothing here decides a score: the trusted side only believes what it can check. Every step
 that fails is reported, never hidden: `ready` carries what this machine allows, and a job
-that cannot get a protection the first probe had is refused rather than run with less.
+that cannot get a protection the start-up probe had is refused rather than run with less.
 
 Protocol, one JSON object per line: the trusted side writes jobs on our stdin; we answer
-on our stdout with {"event": "ready"}, then per job {"event": "started", "pid"} and
-{"event": "exited", "status"} (the monitor's wait status; the details are in the job's
-`monitor.json`).
+on our stdout with {"event": "ready", "protections"}, then per job {"event": "started",
+"pid"} and {"event": "exited", "status", "timed_out", "setup", ...}.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import fcntl
 import importlib.util
 import json
 import os
+import re
 import resource
 import select
 import signal
@@ -62,6 +65,7 @@ MS_REC = 0x4000
 MS_PRIVATE = 0x40000
 MS_RELATIME = 0x200000
 MS_STRICTATIME = 0x1000000
+MNT_DETACH = 2
 MOUNT_OPTION_FLAGS = {
     "ro": MS_RDONLY,
     "nosuid": MS_NOSUID,
@@ -132,8 +136,8 @@ def _check(result: int, what: str) -> None:
 def _mount(source: str, target: str, fstype: str | None, flags: int, data: str = "") -> None:
     _check(
         _libc.mount(
-            source.encode(),
-            target.encode(),
+            os.fsencode(source),
+            os.fsencode(target),
             fstype.encode() if fstype else None,
             flags,
             data.encode() if data else None,
@@ -162,7 +166,8 @@ def _mount_points() -> list[tuple[str, int]]:
             fields = line.split()
             if len(fields) < 6:
                 continue
-            path = fields[4].encode("utf-8", "surrogateescape").decode("unicode_escape")
+            # The kernel writes space, tab, newline and backslash as octal escapes (\040).
+            path = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
             flags = 0
             for option in fields[5].split(","):
                 flags |= MOUNT_OPTION_FLAGS.get(option, 0)
@@ -242,12 +247,24 @@ def _isolate(config: dict[str, Any], job_dir: str) -> dict[str, Any]:
         except OSError:
             view_ok = False
     for path in keep:
-        if not any(_inside(path, tree) and path != tree for tree in private_mounted + covered):
+        trees = [t for t in private_mounted + covered if _inside(path, t) and path != t]
+        if not trees:
             continue
         # Covered: put the original back, read-only, at the same path.
-        os.makedirs(path, mode=0o755, exist_ok=True)
-        _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
-        _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        try:
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
+            _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        except OSError:
+            # Without it the student could not even import: uncover rather than break.
+            for tree in trees:
+                _check(_libc.umount2(os.fsencode(tree), MNT_DETACH), f"uncover {tree}")
+                if tree in covered:
+                    covered.remove(tree)
+                    view_ok = False
+                else:
+                    private_mounted.remove(tree)
+                    done["private_tmp"] = False
     for handle in handles.values():
         os.close(handle)
     for path in covered:
