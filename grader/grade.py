@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 import grader
 from grader.assignment import Assignment
@@ -45,17 +44,28 @@ class GradeSettings:
     keep_jobs: bool = False
 
 
+def _cuda_available() -> bool:
+    """Whether torch sees a GPU; without an NVIDIA driver, known without importing torch."""
+    if not any(Path(p).exists() for p in ("/proc/driver/nvidia", "/dev/nvidiactl")):
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 def resolve_device(requested: str) -> str:
     if requested not in DEVICES:
         raise UsageError(f"--device {requested!r}: use one of {', '.join(DEVICES)}.")
     if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested == "cuda" and not torch.cuda.is_available():
+        return "cuda" if _cuda_available() else "cpu"
+    if requested == "cuda" and not _cuda_available():
         raise UsageError("--device cuda: no CUDA GPU is visible here; use --device cpu or auto.")
     return requested
 
 
 def environment(device: str, protections: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
     info: dict[str, Any] = {
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -72,10 +82,19 @@ def environment(device: str, protections: dict[str, Any]) -> dict[str, Any]:
 
 
 def configure_trusted_process(threads: int) -> None:
-    """Match the sandbox's numerics: same thread count, TF32 off on both sides."""
+    """Match the sandbox's numerics (threads, TF32 off) and pay torch's lazy imports now.
+
+    Called while the sandbox server starts, so both processes import in parallel; the first
+    optimizer step imports torch._dynamo (~1 s), which would otherwise land in a test.
+    """
+    import torch
+
     torch.set_num_threads(threads)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    weight = torch.nn.Parameter(torch.ones(1))
+    weight.sum().backward()  # type: ignore[no-untyped-call]
+    torch.optim.SGD([weight], lr=0.1).step()
 
 
 @contextlib.contextmanager
@@ -148,41 +167,50 @@ def grade_submission(
     started = time.monotonic()
     seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
     device = resolve_device(settings.device)
-    configure_trusted_process(settings.threads)
     with tempfile.TemporaryDirectory(prefix="grader-") as temporary:
         workdir = Path(temporary)
         # Traversable (not listable) so the sandbox user can reach its own job folders.
         workdir.chmod(0o711)
-        try:
-            submission = prepare_submission(path, assignment, workdir / "submission")
-        except SubmissionError as error:
-            return _unreadable_submission(assignment, str(error), seed, device, started)
         owned = sandbox is None
         if sandbox is None:
             sandbox = Sandbox(
-                sandbox_settings(assignment, settings, device),
-                submission.files,
-                workdir / "sandbox",
+                sandbox_settings(assignment, settings, device), {}, workdir / "sandbox"
             )
-        else:
-            sandbox.use_submission(submission.files)
-        session = GradingSession(assignment, submission, sandbox, seed=seed, device=device)
-        plugin = GraderPlugin(session)
         grader_error = ""
+        records: list[TestResult] = []
+        submission: PreparedSubmission | None = None
         try:
-            with sandbox if owned else contextlib.nullcontext(sandbox):
+            try:
+                submission = prepare_submission(path, assignment, workdir / "submission")
+            except SubmissionError as error:
+                return _unreadable_submission(assignment, str(error), seed, device, started)
+            if owned:
+                # The server imports torch while this process does the same just below.
+                sandbox.launch()
+            configure_trusted_process(settings.threads)
+            sandbox.use_submission(submission.files)
+            session = GradingSession(assignment, submission, sandbox, seed=seed, device=device)
+            plugin = GraderPlugin(session)
+            try:
                 exit_code = run_hidden_suite(assignment.hidden_tests_dir, plugin, workdir)
+            finally:
+                records = plugin.records
             if exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
                 details = "\n".join(plugin.collection_errors) or f"pytest exit code {exit_code}"
                 grader_error = f"The hidden test suite could not run: {details}"
         except Exception as error:  # the grader's own failure: keep what we have, say so
             log.exception("grading failed")
             grader_error = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
+        finally:
+            if owned:
+                sandbox.close()
         protections = sandbox.protections
+    if submission is None:
+        return crashed_result(assignment, grader_error, seed=seed, device=device)
     return _assemble(
         assignment,
         submission,
-        plugin.records,
+        records,
         seed=seed,
         device=device,
         started=started,

@@ -30,8 +30,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from grader.assignment import Limits
 from grader.errors import ConfigError, UsageError
 
@@ -341,6 +339,8 @@ def _read_capped(path: Path, limit: int) -> str:
 
 def check_plain_data(value: Any, where: str = "the result") -> None:
     """Refuse anything but plain data: exact types only, so no subclass can lie to a comparison."""
+    import torch
+
     if value is None or type(value) in (bool, int, float, str):
         return
     if type(value) is torch.Tensor:
@@ -362,6 +362,8 @@ def check_plain_data(value: Any, where: str = "the result") -> None:
 
 def decode_result(path: Path, *, max_bytes: int = MAX_RESULT_BYTES) -> Any:
     """Load a result file the student side wrote, without ever running code from it."""
+    import torch
+
     size = path.stat().st_size
     if size > max_bytes:
         raise ValueError(
@@ -408,6 +410,7 @@ class Sandbox:
         self._process: subprocess.Popen[bytes] | None = None
         self._buffer = b""
         self._job_count = 0
+        self._ready = False
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -423,6 +426,15 @@ class Sandbox:
         self.submission_files = dict(submission_files)
 
     def start(self) -> None:
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the fork server without waiting for it: it imports torch meanwhile.
+
+        Launched before the trusted side imports torch itself, the two imports overlap;
+        `submit` waits for readiness when the first job comes.
+        """
         if self.identity is None:
             self.identity = _claim_identity()
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -470,13 +482,18 @@ class Sandbox:
         )
         log_file.close()
         self._buffer = b""
+        self._ready = False
         self._send(config)
+
+    def wait_ready(self) -> None:
+        """Wait until the launched server has imported torch and probed its protections."""
         ready = self._receive(SERVER_START_TIMEOUT_S)
         if ready is None or ready.get("event") != "ready":
             log_tail = _read_capped(self.workdir / "server.log", 4000)
             self._stop()
             raise ConfigError(f"the sandbox could not start torch; its log ends with:\n{log_tail}")
         self.protections = self._describe(dict(ready.get("protections", {})))
+        self._ready = True
         log.debug("sandbox ready in %.2fs: %s", ready.get("warm_up_s", 0.0), self.protections)
 
     def _describe(self, protections: dict[str, bool]) -> dict[str, Any]:
@@ -533,6 +550,8 @@ class Sandbox:
             log.warning("the sandbox server was gone; starting a new one")
             self._stop()
             self.start()
+        elif not self._ready:
+            self.wait_ready()
         self._job_count += 1
         job_dir = self.workdir / "jobs" / f"{self._job_count:04d}"
         submission_dir = job_dir / "submission"
@@ -540,6 +559,8 @@ class Sandbox:
         for name, source in self.submission_files.items():
             shutil.copyfile(source, submission_dir / name)
         shutil.copyfile(probe_file, job_dir / "probes.py")
+        import torch
+
         torch.save(kwargs, job_dir / "input.pt")
         home = job_dir / "home"  # the student's home only where no private /tmp is possible
         home.mkdir(mode=0o700)
