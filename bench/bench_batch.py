@@ -54,7 +54,13 @@ class FloorPlugin:
         self.modules: dict[tuple[str, str], types.ModuleType] = {}
 
     def pytest_configure(self, config: pytest.Config) -> None:
-        for marker in ("points(n)", "static_rule", "visibility(level)", "cuda_only"):
+        for marker in (
+            "points(n)",
+            "static_rule",
+            "self_reported",
+            "visibility(level)",
+            "cuda_only",
+        ):
             config.addinivalue_line("markers", marker)
 
     def _module(self, request: pytest.FixtureRequest, side: str) -> types.ModuleType:

@@ -38,14 +38,22 @@ class FloorPlugin:
         self.modules: dict[tuple[str, str], types.ModuleType] = {}
 
     def pytest_configure(self, config: pytest.Config) -> None:
-        for marker in ("points(n)", "static_rule", "visibility(level)", "cuda_only"):
+        for marker in (
+            "points(n)",
+            "static_rule",
+            "self_reported",
+            "visibility(level)",
+            "cuda_only",
+        ):
             config.addinivalue_line("markers", marker)
 
     def _module(self, request: pytest.FixtureRequest, side: str) -> types.ModuleType:
         part = Path(str(request.node.fspath)).stem.removeprefix("test_")
         key = (side, part)
         if key not in self.modules:
-            spec = importlib.util.spec_from_file_location(f"_{side}_{part}", SOLUTIONS / f"{part}.py")
+            spec = importlib.util.spec_from_file_location(
+                f"_{side}_{part}", SOLUTIONS / f"{part}.py"
+            )
             assert spec is not None and spec.loader is not None
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)

@@ -29,10 +29,15 @@ from grader.submission import PreparedSubmission
 MARKERS = (
     "points(n): the weight of this test inside its part",
     "static_rule: a source rule whose points count only once a functional test passes",
+    "self_reported: a verdict computed on the student side (forgeable there), gated the same way",
     "visibility(level): Gradescope visibility overriding the manifest's",
     "cuda_only: skipped when grading on CPU",
 )
 PART_KEY = pytest.StashKey[Part]()
+# Tests whose verdict alone proves nothing: a source rule (a stub obeys it), or a verdict the
+# probe computed inside the sandbox, where student code can rewrite the probe. They count
+# only once a test that compares values with the reference passes in the same part.
+GATED_MARKERS = ("static_rule", "self_reported")
 # Hidden seeds are derived from the grading seed; public fixtures use seeds below this.
 HIDDEN_SEED_FLOOR = 10_000
 # After this many timeouts in one part, its remaining tests are not run (each would time out).
@@ -336,7 +341,7 @@ class GraderPlugin:
             visibility=(
                 str(visibility.args[0]) if visibility else self.session.assignment.hidden_visibility
             ),
-            static_rule=item.get_closest_marker("static_rule") is not None,
+            gated=any(item.get_closest_marker(name) for name in GATED_MARKERS),
             detail=detail,
             output=output,
         )

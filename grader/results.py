@@ -21,7 +21,8 @@ class TestResult:
     message: str = ""
     duration_s: float = 0.0
     visibility: str = "after_published"
-    static_rule: bool = False
+    # Counts only once a reference-compared test of the same part passes (see scoring.py).
+    gated: bool = False
     # For staff only: tracebacks and raw details. Never shown to students.
     detail: str = ""
     # What the student's code printed (capped); student-provided, never decides a score.

@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from grader.assignment import Assignment
 from grader.results import PartResult, TestResult
 
-STATIC_RULE_NOTE = (
-    "(Points for this rule count once at least one functional test of this part passes.)"
+GATED_NOTE = (
+    "(This check counts once a test of this part that compares values with the reference passes.)"
 )
 
 
@@ -32,7 +32,7 @@ def score_tests(
     scored: list[TestResult] = []
     for part in assignment.parts:
         part_tests = by_part[part.id]
-        functional_passed = any(t.outcome == "passed" and not t.static_rule for t in part_tests)
+        functional_passed = any(t.outcome == "passed" and not t.gated for t in part_tests)
         total_weight = sum(t.weight for t in part_tests if t.outcome != "skipped")
         earned_weight = 0.0
         for test in part_tests:
@@ -40,10 +40,10 @@ def score_tests(
                 scored.append(dataclasses.replace(test, score=0.0, max_score=0.0))
                 continue
             max_score = round(part.points * test.weight / total_weight, 6)
-            earned = test.outcome == "passed" and (functional_passed or not test.static_rule)
+            earned = test.outcome == "passed" and (functional_passed or not test.gated)
             message = test.message
-            if test.static_rule and test.outcome == "passed" and not earned:
-                message = f"{message}\n{STATIC_RULE_NOTE}".strip()
+            if test.gated and test.outcome == "passed" and not earned:
+                message = f"{message}\n{GATED_NOTE}".strip()
             score = max_score if earned else 0.0
             earned_weight += test.weight if earned else 0.0
             scored.append(

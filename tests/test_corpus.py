@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 
 from grader.assignment import load_assignment
-from grader.scoring import STATIC_RULE_NOTE
+from grader.scoring import GATED_NOTE
 from tests.conftest import ASSIGNMENT_DIR, SOLUTIONS_DIR, grade_to_report
 
 if sys.version_info >= (3, 11):
@@ -309,7 +309,7 @@ def test_stubs_score_zero_everywhere(grades: dict[str, Future[Graded]]) -> None:
             assert "Not implemented yet" in test["message"], test
         elif test["outcome"] == "passed":
             # Only a static rule can pass on a stub, and it earns nothing on its own.
-            assert STATIC_RULE_NOTE in test["message"], test
+            assert GATED_NOTE in test["message"], test
         else:
             assert test["outcome"] == "skipped", test
     assert any(test["outcome"] == "error" for test in report["tests"])

@@ -4,7 +4,7 @@ import pytest
 
 from grader.assignment import load_assignment
 from grader.results import TestResult
-from grader.scoring import STATIC_RULE_NOTE, score_tests
+from grader.scoring import GATED_NOTE, score_tests
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 
@@ -15,7 +15,7 @@ def result(part: str, outcome: str, weight: float = 1.0, *, static: bool = False
         part=part,
         outcome=outcome,
         weight=weight,
-        static_rule=static,  # type: ignore[arg-type]
+        gated=static,  # type: ignore[arg-type]
     )
 
 
@@ -42,7 +42,7 @@ def test_static_rule_alone_earns_nothing() -> None:
     ]
     parts, scored = score_tests(ASSIGNMENT, tests, sources={}, problems={})
     assert parts[0].score == 0
-    assert STATIC_RULE_NOTE in scored[0].message
+    assert GATED_NOTE in scored[0].message
 
 
 def test_static_rule_counts_once_a_functional_test_passes() -> None:

@@ -1,6 +1,5 @@
 # Example student submission (bundled with the grader for `make run`).
 # Realistic mistake: the backward pass forgets the ReLU mask.
-import torch
 
 
 def forward_backward(x, y, w1, w2):

@@ -69,6 +69,7 @@ def test_weights_updated_in_place(compare, seed, device):
     assert_tensor_close(got["w2"], want["w2"], what="w2 after train_autograd", hint=LOSS_HINT)
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(2)
 def test_gradients_zeroed(compare, seed, device):
     """train_autograd: w1.grad and w2.grad are zero (or None) on return"""
@@ -81,6 +82,7 @@ def test_gradients_zeroed(compare, seed, device):
     )
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(2)
 def test_weights_stay_leaves(compare, seed, device):
     """train_autograd: w1 and w2 are still leaf tensors that require grad"""
@@ -95,6 +97,7 @@ def test_weights_stay_leaves(compare, seed, device):
     )
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(1)
 def test_returns_list_of_floats(compare, seed, device):
     """train_autograd: returns a list of `steps` Python floats"""

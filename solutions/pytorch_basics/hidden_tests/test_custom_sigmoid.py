@@ -53,6 +53,7 @@ def test_backward_matches(compare, seed, device, dtype, shape):
     )
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(2)
 def test_gradcheck(student, seed, device):
     """Sigmoid: passes torch.autograd.gradcheck in float64"""
@@ -85,6 +86,7 @@ def test_extreme_inputs_stay_finite(compare, seed, device):
     assert_tensor_close(got["grad_x"], want["grad_x"], what="the gradient for large |x|", hint=hint)
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(2)
 def test_sigmoid_uses_custom_function(student, seed, device):
     """sigmoid(x): returns Sigmoid.apply(x), a custom torch.autograd.Function"""
@@ -98,6 +100,7 @@ def test_sigmoid_uses_custom_function(student, seed, device):
     assert got["same_as_apply"], "sigmoid(x) and Sigmoid.apply(x) returned different values."
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(1)
 def test_no_builtin_sigmoid_at_run_time(student, seed, device):
     """Sigmoid: forward and backward do not call a built-in sigmoid"""

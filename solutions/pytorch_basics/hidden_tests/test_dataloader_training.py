@@ -60,6 +60,7 @@ def test_make_loader_defaults(compare, seed, device):
     )
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(2)
 def test_make_loader_shuffles(student, seed, device):
     """make_loader: shuffle=True visits every sample once per epoch in a new random order"""
@@ -143,6 +144,7 @@ def test_train_with_loader(compare, seed, device, dtype, epochs):
         )
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(1)
 def test_train_with_loader_training_mode(compare, seed, device):
     """train_with_loader: puts the model in training mode and returns Python floats"""
@@ -174,6 +176,7 @@ def test_evaluate_matches(compare, seed, device, dtype):
     )
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(1)
 def test_evaluate_eval_mode_no_grad(compare, seed, device):
     """evaluate: runs the model in eval mode without building a graph, returns a float"""

@@ -58,6 +58,7 @@ TIMING_HINT = (
 )
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(2)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_matmul_tflops(student, device, dtype):
@@ -109,6 +110,7 @@ def test_matmul_tflops(student, device, dtype):
 
 
 @pytest.mark.cuda_only
+@pytest.mark.self_reported
 @pytest.mark.points(1)
 def test_matmul_tflops_synchronised_on_gpu(student, device):
     """matmul_tflops: on a GPU, the figure for n=4096 is below what the card can do"""

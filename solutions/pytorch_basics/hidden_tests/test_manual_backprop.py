@@ -65,6 +65,7 @@ def test_gradients_match(compare, seed, device, dtype, shape):
     )
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(2)
 def test_works_without_autograd(student, seed, device):
     """forward_backward: computes the gradients without autograd (also under torch.no_grad)"""
@@ -154,6 +155,7 @@ def test_train_manual_updates_in_place(compare, seed, device):
     assert_tensor_close(got["w2"], want["w2"], what="w2 after train_manual", hint=hint)
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(1)
 def test_train_manual_returns_list_of_floats(compare, seed, device):
     """train_manual: returns a list of `steps` Python floats"""

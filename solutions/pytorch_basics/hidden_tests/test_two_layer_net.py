@@ -35,6 +35,7 @@ def _check_structure(got, want, cls):
     )
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(2)
 @pytest.mark.parametrize(
     "dims", [pytest.param([53, 29, 7], id="53-29-7"), pytest.param([11, 6, 3], id="11-6-3")]
@@ -47,6 +48,7 @@ def test_two_layer_net_structure(compare, dims):
     _check_structure(got, want, "TwoLayerNet")
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(2)
 def test_parallel_block_structure(compare):
     """ParallelBlock: registers linear1 and linear2 with the right state_dict keys and shapes"""
