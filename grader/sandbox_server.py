@@ -292,6 +292,17 @@ def _isolate(config: dict[str, Any], job_dir: str) -> dict[str, Any]:
 # -- the student process -----------------------------------------------------------------------
 
 
+def _cap_gpu_memory(torch: Any, memory_mb: int) -> None:
+    """Cap torch's CUDA allocator for this test: past it, allocations raise OutOfMemoryError.
+
+    This initialises CUDA in the forked child, which is allowed because the server never
+    touched CUDA itself (RLIMIT_AS cannot be used on GPU runs: CUDA reserves huge address
+    ranges).
+    """
+    total = torch.cuda.get_device_properties(0).total_memory
+    torch.cuda.set_per_process_memory_fraction(min(1.0, memory_mb * 2**20 / total), 0)
+
+
 def _set_limits(limits: dict[str, Any], *, device: str) -> None:
     def cap(kind: int, value: int) -> None:
         _soft, hard = resource.getrlimit(kind)
@@ -435,6 +446,8 @@ def _run_student(
     _set_limits(config["limits"], device=config["device"])
     _drop_privileges(config)
     os.environ.update(HOME=home, TMPDIR=home, USER="sandbox", LOGNAME="sandbox")
+    if config["device"] == "cuda":
+        _cap_gpu_memory(torch, int(config["limits"]["memory_mb"]))
     import tempfile
 
     tempfile.tempdir = None  # forget the server's cached temporary folder
