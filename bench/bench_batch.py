@@ -21,7 +21,6 @@ Usage: python bench/bench_batch.py [--count N] [--submissions DIR] [--device cpu
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import resource
@@ -31,79 +30,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "solutions" / "pytorch_basics"
-HIDDEN_TESTS = SOLUTIONS / "hidden_tests"
-SEED = 20261122
-
-
-class FloorPlugin:
-    """The hidden suite's fixtures run in-process against one student folder: no sandbox."""
-
-    def __init__(self, student_dir: Path, device: str) -> None:
-        self.student_dir = student_dir
-        self.device_name = device
-        self.modules: dict[tuple[str, str], types.ModuleType] = {}
-
-    def pytest_configure(self, config: pytest.Config) -> None:
-        for marker in (
-            "points(n)",
-            "static_rule",
-            "self_reported",
-            "visibility(level)",
-            "cuda_only",
-        ):
-            config.addinivalue_line("markers", marker)
-
-    def _module(self, request: pytest.FixtureRequest, side: str) -> types.ModuleType:
-        part = Path(str(request.node.fspath)).stem.removeprefix("test_")
-        key = (side, part)
-        if key not in self.modules:
-            folder = self.student_dir if side == "student" else SOLUTIONS
-            spec = importlib.util.spec_from_file_location(f"_{side}_{part}", folder / f"{part}.py")
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            self.modules[key] = module
-        return self.modules[key]
-
-    @pytest.fixture
-    def seed(self, request: pytest.FixtureRequest) -> int:
-        from grader.plugin import hidden_seed
-
-        # The very inputs `grade --seed SEED` feeds this test.
-        return hidden_seed(SEED, request.node.nodeid)
-
-    @pytest.fixture
-    def device(self) -> str:
-        return self.device_name
-
-    @pytest.fixture
-    def student_source(self, request: pytest.FixtureRequest) -> str:
-        return Path(self._module(request, "student").__file__ or "").read_text()
-
-    @pytest.fixture
-    def compare(self, request: pytest.FixtureRequest) -> Callable[..., tuple[Any, Any]]:
-        student, reference = self._module(request, "student"), self._module(request, "reference")
-        return lambda probe, /, **kw: (probe(student, **kw), probe(reference, **kw))
-
-    @pytest.fixture
-    def student(self, request: pytest.FixtureRequest) -> Callable[..., Any]:
-        module = self._module(request, "student")
-        return lambda probe, /, **kw: probe(module, **kw)
-
-    @pytest.fixture
-    def reference(self, request: pytest.FixtureRequest) -> Callable[..., Any]:
-        module = self._module(request, "reference")
-        return lambda probe, /, **kw: probe(module, **kw)
+from floor import ROOT, SEED, SOLUTIONS, FloorPlugin, pytest_args
 
 
 @dataclass(frozen=True)
@@ -125,10 +56,7 @@ def run_floor(submissions: list[Path], device: str) -> list[tuple[float, float]]
     import torch
 
     torch.set_num_threads(1)
-    args = [str(HIDDEN_TESTS), "-p", "no:cacheprovider", "--noconftest"]
-    args += ["--rootdir", str(HIDDEN_TESTS), "-c", "/dev/null", "-p", "no:terminal"]
-    if device != "cuda":
-        args += ["-m", "not cuda_only"]
+    args = pytest_args(device)
     # One untimed run first: the first optimizer step, gradcheck and collection pay lazy
     # imports once per process, which a warm worker has paid too.
     pytest.main(args, plugins=[FloorPlugin(submissions[0], device)])

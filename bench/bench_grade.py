@@ -12,80 +12,13 @@ Usage: python bench/bench_grade.py [--repeats N] [--device cpu|cuda]
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import subprocess
 import sys
 import time
-import types
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-SOLUTIONS = ROOT / "solutions" / "pytorch_basics"
-HIDDEN_TESTS = SOLUTIONS / "hidden_tests"
-SEED = 20261122
-
-
-class FloorPlugin:
-    """The hidden suite's fixtures, run in-process with no sandbox (the floor)."""
-
-    def __init__(self, device: str) -> None:
-        self.device_name = device
-        self.modules: dict[tuple[str, str], types.ModuleType] = {}
-
-    def pytest_configure(self, config: pytest.Config) -> None:
-        for marker in (
-            "points(n)",
-            "static_rule",
-            "self_reported",
-            "visibility(level)",
-            "cuda_only",
-        ):
-            config.addinivalue_line("markers", marker)
-
-    def _module(self, request: pytest.FixtureRequest, side: str) -> types.ModuleType:
-        part = Path(str(request.node.fspath)).stem.removeprefix("test_")
-        key = (side, part)
-        if key not in self.modules:
-            spec = importlib.util.spec_from_file_location(
-                f"_{side}_{part}", SOLUTIONS / f"{part}.py"
-            )
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            self.modules[key] = module
-        return self.modules[key]
-
-    @pytest.fixture
-    def seed(self) -> int:
-        return SEED
-
-    @pytest.fixture
-    def device(self) -> str:
-        return self.device_name
-
-    @pytest.fixture
-    def student_source(self, request: pytest.FixtureRequest) -> str:
-        return Path(self._module(request, "student").__file__ or "").read_text()
-
-    @pytest.fixture
-    def compare(self, request: pytest.FixtureRequest) -> Callable[..., tuple[Any, Any]]:
-        student, reference = self._module(request, "student"), self._module(request, "reference")
-        return lambda probe, /, **kw: (probe(student, **kw), probe(reference, **kw))
-
-    @pytest.fixture
-    def student(self, request: pytest.FixtureRequest) -> Callable[..., Any]:
-        module = self._module(request, "student")
-        return lambda probe, /, **kw: probe(module, **kw)
-
-    @pytest.fixture
-    def reference(self, request: pytest.FixtureRequest) -> Callable[..., Any]:
-        module = self._module(request, "reference")
-        return lambda probe, /, **kw: probe(module, **kw)
+from floor import ROOT, SEED, SOLUTIONS, FloorPlugin, pytest_args
 
 
 def run_floor(device: str) -> int:
@@ -94,11 +27,7 @@ def run_floor(device: str) -> int:
 
     if device == "cpu":
         torch.set_num_threads(1)
-    args = [str(HIDDEN_TESTS), "-q", "-p", "no:cacheprovider", "--noconftest"]
-    args += ["--rootdir", str(HIDDEN_TESTS), "-c", "/dev/null"]
-    if device != "cuda":
-        args += ["-m", "not cuda_only"]
-    return int(pytest.main(args, plugins=[FloorPlugin(device)]))
+    return int(pytest.main(pytest_args(device), plugins=[FloorPlugin(SOLUTIONS, device)]))
 
 
 def timed(command: list[str]) -> float:
