@@ -256,12 +256,7 @@ def _unreadable_submission(
     assignment: Assignment, message: str, seed: int, device: str, started: float
 ) -> GradingResult:
     """A submission we cannot open scores 0 everywhere, with one visible test saying why."""
-    parts = tuple(
-        PartResult(
-            id=p.id, file=p.file, score=0.0, max_score=p.points, source="missing", problem=message
-        )
-        for p in assignment.parts
-    )
+    zero = crashed_result(assignment, "", seed=seed, device=device)
     notice = TestResult(
         name="Submission could not be read",
         part=assignment.parts[0].id,
@@ -270,15 +265,10 @@ def _unreadable_submission(
         message=message,
         visibility="visible",
     )
-    return GradingResult(
-        assignment=assignment.id,
-        score=0.0,
-        max_score=assignment.max_score,
-        parts=parts,
+    return dataclasses.replace(
+        zero,
+        parts=tuple(dataclasses.replace(part, problem=message) for part in zero.parts),
         tests=(notice,),
-        seed=seed,
-        device=device,
-        submission=SubmissionInfo(sha256="", files=()),
         duration_s=round(time.monotonic() - started, 3),
         environment=environment(device, {}),
     )

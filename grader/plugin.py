@@ -146,35 +146,30 @@ def display_name(item: pytest.Item) -> str:
     return f"{title} [{callspec.id}]" if callspec else title
 
 
-# (substring of a PyTorch error, hint): the usual causes, in words a student can act on.
+# (substrings of PyTorch errors, hint): the usual causes, in words a student can act on.
 ERROR_HINTS = (
     (
-        "leaf Variable that requires grad is being used in an in-place operation",
+        ("leaf Variable that requires grad is being used in an in-place operation",),
         "Hint: update the weights inside `with torch.no_grad():` (w1 -= learning_rate * "
         "w1.grad), so the update itself is not recorded by autograd.",
     ),
     (
-        "does not require grad and does not have a grad_fn",
+        ("does not require grad and does not have a grad_fn",),
         "Hint: the tensor you call backward() on was not built from tensors that require "
         "grad; do not detach(), .item() or rebuild it inside torch.no_grad() before backward.",
     ),
     (
-        "Trying to backward through the graph a second time",
+        ("Trying to backward through the graph a second time",),
         "Hint: run a fresh forward pass every step; a loss (or an intermediate tensor) from an "
         "earlier step cannot be backpropagated again.",
     ),
     (
-        "expected scalar type",
+        ("expected scalar type", "dtypes"),
         "Hint: mixed dtypes. Create new tensors with dtype=x.dtype (or torch.zeros_like(x)); "
         "the default dtype is float32 but tests also use float64.",
     ),
     (
-        "dtypes",
-        "Hint: mixed dtypes. Create new tensors with dtype=x.dtype (or torch.zeros_like(x)); "
-        "the default dtype is float32 but tests also use float64.",
-    ),
-    (
-        "shapes cannot be multiplied",
+        ("shapes cannot be multiplied",),
         "Hint: check the shapes: x is (N, D_in), w1 (D_in, H), w2 (H, D_out); a transpose "
         "may be missing or misplaced, or sizes are hard-coded.",
     ),
@@ -194,8 +189,8 @@ def error_hint(message: str, device: str) -> str:
             f"Hint: your code asked for a CUDA GPU, but this grading run is on {device}. Never "
             "hard-code 'cuda': use the device of the inputs (x.device)."
         )
-    for pattern, hint in ERROR_HINTS:
-        if pattern in message:
+    for patterns, hint in ERROR_HINTS:
+        if any(pattern in message for pattern in patterns):
             return hint
     return ""
 

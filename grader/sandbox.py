@@ -224,7 +224,7 @@ def _claim_identity() -> SandboxIdentity | None:
     return None
 
 
-def _live_processes_of(uid: int) -> list[int]:
+def live_processes_of(uid: int) -> list[int]:
     """Pids whose real uid is `uid` and that have not yet exited (zombies are already dead)."""
     found = []
     for status_file in Path("/proc").glob("[0-9]*/status"):
@@ -252,7 +252,7 @@ def _kill_uid(uid: int, gid: int) -> list[int]:
         else [sys.executable, "-I", "-S", "-c", "import os; os.kill(-1, 9)"]
     )
     for _ in range(5):
-        alive = _live_processes_of(uid)
+        alive = live_processes_of(uid)
         if not alive:
             return []
         with contextlib.suppress(OSError, subprocess.SubprocessError):
@@ -268,7 +268,7 @@ def _kill_uid(uid: int, gid: int) -> list[int]:
                 check=False,
             )
         time.sleep(0.02)
-    return _live_processes_of(uid)
+    return live_processes_of(uid)
 
 
 def _remove_files_of(uid: int, roots: list[Path]) -> None:

@@ -48,24 +48,24 @@ def grader_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
     return run_grader_cli
 
 
+def copy_part_files(source: Path, folder: Path) -> Path:
+    """A new student folder holding `source`'s six part files."""
+    folder.mkdir()
+    for name in PART_FILES:
+        shutil.copy(source / name, folder / name)
+    return folder
+
+
 @pytest.fixture
 def reference_copy(tmp_path: Path) -> Path:
     """A fresh copy of the reference solution's part files, as a student folder."""
-    folder = tmp_path / "reference-submission"
-    folder.mkdir()
-    for name in PART_FILES:
-        shutil.copy(SOLUTIONS_DIR / name, folder / name)
-    return folder
+    return copy_part_files(SOLUTIONS_DIR, tmp_path / "reference-submission")
 
 
 @pytest.fixture
 def stub_copy(tmp_path: Path) -> Path:
     """A fresh copy of the untouched stubs, as a student folder."""
-    folder = tmp_path / "stub-submission"
-    folder.mkdir()
-    for name in PART_FILES:
-        shutil.copy(ASSIGNMENT_DIR / name, folder / name)
-    return folder
+    return copy_part_files(ASSIGNMENT_DIR, tmp_path / "stub-submission")
 
 
 def grade_to_report(

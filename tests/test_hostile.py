@@ -56,7 +56,7 @@ from typing import Any
 
 import pytest
 
-from grader.sandbox import SANDBOX_UID_BASE
+from grader.sandbox import SANDBOX_UID_BASE, live_processes_of
 from tests.conftest import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR
 
 if sys.version_info >= (3, 11):
@@ -229,20 +229,6 @@ def build_submission(case: Case, work: Path, replacements: dict[str, str]) -> Pa
     return folder
 
 
-def _live_processes_of(uid: int) -> list[int]:
-    alive = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            fields = dict(
-                line.split(":", 1) for line in status.read_text().splitlines() if ":" in line
-            )
-        except OSError:
-            continue
-        if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
-            alive.append(int(status.parent.name))
-    return alive
-
-
 def _files_owned_by(uid: int, roots: list[tuple[Path, int]]) -> list[str]:
     """Files and folders owned by `uid` under each root, down to the given depth."""
     found = []
@@ -317,7 +303,7 @@ def run_case(case: Case, work: Path) -> Outcome:
         report_text = report_path.read_text(encoding="utf-8")
         report = json.loads(report_text)
         uid = int(report["environment"]["sandbox"]["uid"])
-        alive = _live_processes_of(uid)
+        alive = live_processes_of(uid)
         owned = _files_owned_by(
             uid,
             [(COURSE_ROOT, 50), (work, 50), (exposed, 50), (Path("/tmp"), 2)]

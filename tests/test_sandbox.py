@@ -26,6 +26,7 @@ from grader.sandbox import (
     _remove_files_of,
     decode_result,
     limits_from_environment,
+    live_processes_of,
     protections_notice,
 )
 
@@ -217,18 +218,6 @@ def _run(sandbox: Sandbox, root: Path, **kwargs: Any) -> Any:
     return sandbox.run(module="student", probe_file=root / "probes.py", probe="run", kwargs=kwargs)
 
 
-def _live_processes_of(uid: int) -> list[int]:
-    alive = []
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            lines = dict(line.split(":", 1) for line in status.read_text().splitlines())
-        except (OSError, ValueError):
-            continue
-        if int(lines["Uid"].split()[0]) == uid and not lines["State"].strip().startswith("Z"):
-            alive.append(int(status.parent.name))
-    return alive
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="the uid and namespace checks need root")
 def test_a_job_is_isolated(live_sandbox: tuple[Sandbox, Path], tmp_path: Path) -> None:
@@ -268,7 +257,7 @@ def test_no_process_outlives_its_job(live_sandbox: tuple[Sandbox, Path]) -> None
     sandbox, root = live_sandbox
     assert _run(sandbox, root, what="daemon") == "left a daemon"
     assert sandbox.identity is not None
-    assert _live_processes_of(sandbox.identity.uid) == []
+    assert live_processes_of(sandbox.identity.uid) == []
 
 
 @pytest.mark.slow
