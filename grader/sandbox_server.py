@@ -100,6 +100,8 @@ SYSTEM_TOP_DIRS = frozenset(
 LIVE_TREES = ("/proc", "/sys", "/dev")
 # The student's descriptors: 0-2 are stdio; these three lead to files in the job folder.
 RESULT_FD, ERROR_FD, PROGRESS_FD = 3, 4, 5
+# The server's pidfd, kept only until the student process runs as the sandbox uid.
+SERVER_FD = 6
 # Exit statuses of the student process that carry meaning (anything else is the student's).
 EXIT_RAISED, EXIT_UNREPORTABLE, EXIT_SETUP = 2, 3, 4
 # What the start-up probe finds out; every later job must get all of those that were there.
@@ -403,6 +405,18 @@ def _load_module(name: str, path: str) -> Any:
     return module
 
 
+def _die_with_server(server_pidfd: int) -> None:
+    """Be killed when the server dies, or exit now if it already has.
+
+    The kernel sends the signal only if the server dies after the request, and forgets the
+    request when our uid changes (prctl(2)); the server's pidfd is readable once it is gone.
+    A student process nobody monitors must not run on.
+    """
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if select.select([server_pidfd], [], [], 0)[0]:
+        os._exit(EXIT_SETUP)
+
+
 def _run_student(
     job: dict[str, Any],
     config: dict[str, Any],
@@ -412,7 +426,7 @@ def _run_student(
 ) -> NoReturn:
     """Isolate, limit, unprivilege; import the student's file, run the probe, send data back."""
     os.setsid()
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _die_with_server(config["server_pidfd"])
     job_dir = job["job_dir"]
     try:
         setup = _isolate(config, [job_dir, *([job["shared_dir"]] if "shared_dir" in job else [])])
@@ -436,12 +450,13 @@ def _run_student(
         RESULT_FD: files["result.pt"],
         ERROR_FD: files["error.json"],
         PROGRESS_FD: files["progress"],
+        SERVER_FD: config["server_pidfd"],
     }
     lifted = {target: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for target, fd in targets.items()}
     for target, fd in lifted.items():
         os.dup2(fd, target, inheritable=target <= 2)
     # The report pipe, the protocol and everything else the server held: not the student's.
-    os.closerange(PROGRESS_FD + 1, 1 << 16)
+    os.closerange(SERVER_FD + 1, 1 << 16)
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(number, signal.SIG_DFL)
     # If memory runs out on the machine, the kernel should pick the student, not the grader.
@@ -451,6 +466,8 @@ def _run_student(
     os.chdir(home)
     _set_limits(config["limits"], device=config["device"])
     _drop_privileges(config)
+    _die_with_server(SERVER_FD)  # again: the change of uid cancelled the first request
+    os.close(SERVER_FD)
     os.environ.update(HOME=home, TMPDIR=home, USER="sandbox", LOGNAME="sandbox")
     if config["device"] == "cuda":
         _cap_gpu_memory(torch, int(config["limits"]["memory_mb"]))
@@ -809,6 +826,8 @@ def main() -> int:
     config["cover"] = [
         os.path.join("/", name) for name in sorted(os.listdir("/")) if name not in SYSTEM_TOP_DIRS
     ]
+    # Readable once we have died: how a student process forked just before that finds out.
+    config["server_pidfd"] = os.pidfd_open(os.getpid())
     # Whatever a job leaves behind is re-parented to us, and killed after the job.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if os.geteuid() != 0:
