@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import dataclasses
+import gc
 import logging
 import os
 import platform

@@ -473,6 +473,7 @@ class Sandbox:
                 dict.fromkeys([*PRIVATE_DIRS, tempfile.gettempdir(), str(self.workdir)])
             ),
             "probe_dir": str(probe_dir),
+            "workdir": str(self.workdir),
             "parent": os.getpid(),
             "uid": self.identity.uid if self.identity else None,
             "gid": self.identity.gid if self.identity else None,

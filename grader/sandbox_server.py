@@ -212,48 +212,86 @@ def _isolate(config: dict[str, Any], job_paths: list[str]) -> dict[str, Any]:
     }
     if _libc.unshare(CLONE_NEWNS) != 0:
         return done
-    try:
-        _mount("none", "/", None, MS_REC | MS_PRIVATE)
-    except OSError:
-        return done
-    done["read_only_filesystem"] = _make_read_only()
+    # The server's own view (when it could shape one) is already private and read-only, with
+    # the covers and hidden paths in place: a copy of it needs only this job's own parts.
+    view = config.get("view")
+    if view is None:
+        try:
+            _mount("none", "/", None, MS_REC | MS_PRIVATE)
+        except OSError:
+            return done
+    else:
+        done.update(view)
     if done["pid_namespace"]:
         # A /proc of the new pid namespace: the student sees its own processes and no others
         # (not the grader's command line, environment or open files).
         with contextlib.suppress(OSError):
             _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
             done["private_proc"] = True
-    # What must stay visible under the covers below: the interpreter, torch, the job folder.
-    keep = sorted({os.path.realpath(p) for p in config["keep"] if os.path.isdir(p)})
-    keep += [os.path.realpath(path) for path in job_paths]
-    handles = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in keep}
-    private_ok, private_mounted, covered = True, [], []
-    tmp_mb = int(config["limits"]["tmp_mb"])
-    for path in config["private_dirs"]:
-        if not os.path.isdir(path) or os.path.islink(path):
-            continue
-        try:
-            options = f"size={tmp_mb}m,nr_inodes=16384,mode=1777"
-            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options)
-            private_mounted.append(path)
-        except OSError:
-            private_ok = False
-    done["private_tmp"] = private_ok and bool(private_mounted)
-    # Everything outside the system's own folders disappears (home folders, the course,
-    # other submissions), so there is nothing to search for; made read-only once the paths
-    # to keep are back.
-    view_ok = True
-    for path in config["cover"]:
-        try:
-            if os.path.islink(path):
+    done.update(
+        _shape_view(config, read_only=[*config["keep"], *job_paths], base=view is None, jobs=True)
+    )
+    return done
+
+
+def _shape_view(
+    config: dict[str, Any],
+    *,
+    read_only: list[str],
+    writable: tuple[str, ...] = (),
+    base: bool,
+    jobs: bool,
+) -> dict[str, Any]:
+    """Shape the file system of our (fresh, private) mount namespace; say what was done.
+
+    `base`: remount everything read-only, cover every non-system top-level folder, hide the
+    hidden paths. `jobs`: fresh tmpfs mounts on the world-writable folders, and a home.
+    Then the `read_only` folders that a cover or a tmpfs hid (the interpreter, torch, the
+    job's folders) are put back at their paths, read-only, and the `writable` ones (the
+    server's work folder) as they were; a writable one that cannot be put back raises.
+    """
+    done: dict[str, Any] = {}
+    if base:
+        done["read_only_filesystem"] = _make_read_only()
+    keep = sorted({os.path.realpath(p) for p in read_only if os.path.isdir(p)})
+    rw = [os.path.realpath(path) for path in writable]
+    handles = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in keep + rw}
+    private_mounted: list[str] = []
+    covered: list[str] = []
+    if jobs:
+        private_ok = True
+        tmp_mb = int(config["limits"]["tmp_mb"])
+        for path in config["private_dirs"]:
+            if not os.path.isdir(path) or os.path.islink(path):
                 continue
-            if os.path.isdir(path):
-                _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
-                covered.append(path)
-            elif os.path.isfile(path):
-                _mount("/dev/null", path, None, MS_BIND)
-        except OSError:
-            view_ok = False
+            try:
+                options = f"size={tmp_mb}m,nr_inodes=16384,mode=1777"
+                _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options)
+                private_mounted.append(path)
+            except OSError:
+                private_ok = False
+        done["private_tmp"] = private_ok and bool(private_mounted)
+    view_ok = True
+    if base:
+        # Everything outside the system's own folders disappears (home folders, the course,
+        # other submissions), so there is nothing to search for; made read-only once the
+        # paths to keep are back.
+        for path in config["cover"]:
+            try:
+                if os.path.islink(path):
+                    continue
+                if os.path.isdir(path):
+                    _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+                    covered.append(path)
+                elif os.path.isfile(path):
+                    _mount("/dev/null", path, None, MS_BIND)
+            except OSError:
+                view_ok = False
+    for path in rw:
+        # Read-only since the remount above: put back as it was, above any cover.
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
+        _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
     for path in keep:
         trees = [t for t in private_mounted + covered if _inside(path, t) and path != t]
         if not trees:
@@ -275,19 +313,11 @@ def _isolate(config: dict[str, Any], job_paths: list[str]) -> dict[str, Any]:
                     done["private_tmp"] = False
     for handle in handles.values():
         os.close(handle)
-    for path in covered:
-        _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    done["minimal_view"] = view_ok
-    hidden_ok = True
-    for path in config["hide"]:
-        try:
-            if os.path.isdir(path):
-                _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
-            elif os.path.lexists(path):
-                _mount("/dev/null", path, None, MS_BIND)
-        except OSError:
-            hidden_ok = False
-    done["paths_hidden"] = hidden_ok
+    if base:
+        for path in covered:
+            _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        done["minimal_view"] = view_ok
+        done["paths_hidden"] = _hide(config["hide"])
     if private_mounted:
         home = os.path.join(private_mounted[0], "home")
         os.mkdir(home, 0o700)
@@ -295,6 +325,49 @@ def _isolate(config: dict[str, Any], job_paths: list[str]) -> dict[str, Any]:
             os.chown(home, config["uid"], config["gid"])
         done["home"] = home
     return done
+
+
+def _hide(paths: list[str]) -> bool:
+    """Cover each path with an empty read-only tmpfs (a folder) or /dev/null (a file)."""
+    hidden = True
+    for path in paths:
+        try:
+            if os.path.isdir(path):
+                _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
+            elif os.path.lexists(path):
+                _mount("/dev/null", path, None, MS_BIND)
+        except OSError:
+            hidden = False
+    return hidden
+
+
+def _server_view(config: dict[str, Any]) -> dict[str, Any] | None:
+    """Shape the server's own view once (read-only, covered, hidden; its work folder
+    writable), so that each job copies it and adds only its private parts (~1.4 ms less
+    per job than shaping the whole view each time). As root only: a user could get a mount
+    namespace only inside a user namespace, which the server could not leave again.
+    """
+    if os.geteuid() != 0:
+        return None
+    original = os.open("/proc/self/ns/mnt", os.O_RDONLY)
+    try:
+        if _libc.unshare(CLONE_NEWNS) != 0:
+            return None
+        try:
+            _mount("none", "/", None, MS_REC | MS_PRIVATE)
+            return _shape_view(
+                config,
+                read_only=config["keep"],
+                writable=(config["workdir"],),
+                base=True,
+                jobs=False,
+            )
+        except OSError:
+            traceback.print_exc()  # for staff, in the server's log; each job shapes it all
+            _check(_libc.setns(original, CLONE_NEWNS), "return to the original mount namespace")
+            return None
+    finally:
+        os.close(original)
 
 
 # -- the student process -----------------------------------------------------------------------
@@ -857,6 +930,7 @@ def main() -> int:
         os.path.dirname(os.path.dirname(torch.__file__)),
     ]
 
+    config["view"] = _server_view(config)
     config["reply"] = lambda message: None  # the probe's "started" is not for the trusted side
     protections = _probe_protections(config, torch, namespaces)
     config["reply"] = reply

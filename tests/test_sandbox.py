@@ -286,3 +286,59 @@ def test_the_server_needs_no_grader_imports() -> None:
     """The server runs with `python -I` outside the package: only stdlib and torch."""
     source = SERVER.read_text()
     assert "import grader" not in source and "from grader" not in source
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root")
+def test_a_job_shapes_the_whole_view_where_the_server_has_none(tmp_path: Path) -> None:
+    """As an ordinary user the server cannot shape a view of its own: each job shapes it all."""
+    server = _server_module()
+    work, job, hidden = tmp_path / "work", tmp_path / "work" / "jobs" / "1", tmp_path / "hidden"
+    job.mkdir(parents=True)
+    hidden.mkdir()
+    (hidden / "answer.txt").write_text("42")
+    canary = tmp_path / "canary"
+    canary.write_text("")
+    config = {
+        "keep": [sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(torch.__file__))],
+        "private_dirs": ["/tmp", "/var/tmp", "/dev/shm", str(work)],
+        "cover": [os.path.join("/", n) for n in os.listdir("/") if n not in server.SYSTEM_TOP_DIRS],
+        "hide": [str(hidden)],
+        "limits": {"tmp_mb": 8},
+    }
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the forked child reports through the pipe)
+        try:
+            done = server._isolate(config, [str(job)])
+            seen = {
+                "done": done,
+                "tmp": sorted(os.listdir("/tmp")),
+                "job_visible": job.is_dir(),
+                "hidden_exists": (hidden / "answer.txt").exists(),
+                "write_canary": _try(lambda: canary.write_text("x")),  # lands in the private /tmp
+                "write_root": _try(lambda: Path("/hostile").write_text("x")),
+                "write_job": _try(lambda: (job / "x").write_text("x")),
+            }
+            os.write(write_end, pickle.dumps(seen))
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        seen = pickle.loads(pipe.read())
+    os.waitpid(child, 0)
+    for name in ("read_only_filesystem", "private_tmp", "paths_hidden", "minimal_view"):
+        assert seen["done"][name], (name, seen["done"])
+    put_back = (tmp_path, Path(sys.prefix), Path(sys.base_prefix), Path(torch.__file__))
+    allowed = {"home"} | {p.parts[2] for p in put_back if p.parts[1:2] == ("tmp",)}
+    assert set(seen["tmp"]) <= allowed and "home" in seen["tmp"]
+    assert seen["job_visible"] and not seen["hidden_exists"]
+    assert (seen["write_root"], seen["write_job"]) == ("OSError", "OSError")
+    assert canary.read_text() == "" and not Path("/hostile").exists()
+
+
+def _try(action: Any) -> str:
+    try:
+        action()
+        return "ok"
+    except OSError as error:
+        return type(error).__name__
