@@ -4,8 +4,8 @@ The fork server (grader/sandbox_server.py) imports torch once and forks a fresh 
 per job, so every test is isolated without paying `import torch` per test. Everything that
 decides a score stays here: a wall-time backstop kills the job's process group from this
 side, every process of the sandbox's own uid is killed after the job, and results are
-decoded with `torch.load(weights_only=True)`, a size cap and exact type checks. Student code
-is never imported or unpickled here. docs/security.md describes the whole model.
+read as JSON and raw tensor bytes (no unpickler), with size caps and exact types. Student
+code is never imported or unpickled here. docs/security.md describes the whole model.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ import grp
 import hashlib
 import json
 import logging
+import math
 import os
 import pickle
 import pwd
+import re
 import select
 import shutil
 import signal
@@ -27,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,15 @@ UID_LOCK_DIRS = (Path("/run/torch-grader"), Path(tempfile.gettempdir()) / "torch
 # World-writable places that each job gets as a private, empty, size-capped tmpfs.
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 MAX_RESULT_BYTES = 256 * 1024 * 1024
+# The result's wire format (written by sandbox_server.py's `_encode_result`).
+WIRE_VERSION = 1
+WIRE_DTYPES = frozenset(
+    {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"}
+    | {"float64", "complex64", "complex128"}
+)
+MAX_RESULT_HEADER_BYTES = 16 * 1024 * 1024
+MAX_RESULT_DEPTH = 64
+MAX_TENSOR_DIMS = 16
 MAX_ERROR_BYTES = 64 * 1024
 MAX_OPEN_FILES = 256
 SERVER_START_TIMEOUT_S = 180.0
@@ -338,51 +348,78 @@ def _read_capped(path: Path, limit: int) -> str:
     )
 
 
-def check_plain_data(value: Any, where: str = "the result") -> None:
-    """Refuse anything but plain data: exact types only, so no subclass can lie to a comparison."""
-    import torch
-
-    if value is None or type(value) in (bool, int, float, str):
-        return
-    if type(value) is torch.Tensor:
-        if value.layout is not torch.strided or value.is_quantized or value.is_nested:
-            raise TypeError(f"{where} is a {value.layout} tensor; return a dense tensor")
-        return
-    if type(value) in (list, tuple):
-        for index, item in enumerate(value):
-            check_plain_data(item, f"{where}[{index}]")
-        return
-    if type(value) is dict:
-        for key, item in value.items():
-            if type(key) is not str:
-                raise TypeError(f"{where} has a key that is not a string")
-            check_plain_data(item, f"{where}[{key!r}]")
-        return
-    raise TypeError(f"{where} is a {type(value).__name__}, which is not plain data")
-
-
 def decode_result(path: Path, *, max_bytes: int = MAX_RESULT_BYTES) -> Any:
-    """Load a result file the student side wrote, without ever running code from it."""
-    import torch
+    """Read a result the student side wrote: JSON and raw tensor bytes, never an unpickler.
 
+    The format is `_encode_result`'s in sandbox_server.py. Everything in it is checked: the
+    sizes against the file and the cap, the tags, the dtypes (an allow-list), shapes against
+    byte counts, devices against a pattern; the values built are exactly the plain types,
+    so no subclass can lie to a comparison.
+    """
     size = path.stat().st_size
     if size > max_bytes:
         raise ValueError(
             f"the result is {size / 2**20:.0f} MiB, over the {max_bytes >> 20} MiB cap"
         )
-    # torch.save writes an uncompressed zip; a compressed member could inflate far past the
-    # cap inside torch.load, so anything but stored members within the cap is refused first.
-    if not zipfile.is_zipfile(path):
-        raise ValueError("the result is not in torch.save's format")
-    with zipfile.ZipFile(path) as archive:
-        members = archive.infolist()
-        if any(m.compress_type != zipfile.ZIP_STORED for m in members):
-            raise ValueError("the result holds compressed members")
-        if sum(m.file_size for m in members) > max_bytes:
-            raise ValueError(f"the result unpacks to over {max_bytes >> 20} MiB")
-    value = torch.load(path, weights_only=True, map_location=None)
-    check_plain_data(value)
-    return value
+    data = path.read_bytes()
+    header_size = int.from_bytes(data[:4], "little")
+    if len(data) < 4 or header_size > min(len(data) - 4, MAX_RESULT_HEADER_BYTES):
+        raise ValueError("the result is not in the sandbox's format")
+    try:
+        header = json.loads(data[4 : 4 + header_size])
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"the result's header is not JSON: {_short(error)}") from None
+    if type(header) is not dict or header.get("version") != WIRE_VERSION or "value" not in header:
+        raise ValueError("the result's header is not in the sandbox's format")
+    return _decode_value(header["value"], memoryview(data)[4 + header_size :], depth=0)
+
+
+def _decode_value(node: Any, blob: memoryview, *, depth: int) -> Any:
+    if depth > MAX_RESULT_DEPTH:
+        raise ValueError(f"the result is nested more than {MAX_RESULT_DEPTH} levels deep")
+    if node is None or type(node) in (bool, int, float, str):
+        return node
+    if type(node) is dict and len(node) == 1:
+        ((tag, body),) = node.items()
+        if tag in ("list", "tuple") and type(body) is list:
+            items = [_decode_value(item, blob, depth=depth + 1) for item in body]
+            return items if tag == "list" else tuple(items)
+        if tag == "dict" and type(body) is dict:
+            return {key: _decode_value(item, blob, depth=depth + 1) for key, item in body.items()}
+        if tag == "tensor" and type(body) is dict:
+            return _decode_tensor(body, blob)
+    raise ValueError("the result's header holds something that is not plain data")
+
+
+def _decode_tensor(spec: dict[str, Any], blob: memoryview) -> Any:
+    import torch
+
+    name = spec.get("dtype")
+    dtype = getattr(torch, name) if type(name) is str and name in WIRE_DTYPES else None
+    shape, device = spec.get("shape"), spec.get("device")
+    offset, nbytes = spec.get("offset"), spec.get("nbytes")
+    if (
+        not isinstance(dtype, torch.dtype)
+        or type(shape) is not list
+        or len(shape) > MAX_TENSOR_DIMS
+        or not all(type(n) is int and 0 <= n <= MAX_RESULT_BYTES for n in shape)
+        or type(offset) is not int
+        or type(nbytes) is not int
+        or not 0 <= offset <= offset + nbytes <= len(blob)
+        or math.prod(shape) * dtype.itemsize != nbytes
+        or type(device) is not str
+        or not re.fullmatch(r"cpu|cuda(:[0-9]{1,3})?", device)
+    ):
+        raise ValueError(f"the result holds a malformed tensor: {str(spec)[:200]}")
+    if nbytes == 0:
+        tensor = torch.empty(shape, dtype=dtype)
+    else:
+        raw = bytearray(blob[offset : offset + nbytes])  # writable, and owned by the tensor
+        if dtype is torch.bool:  # any byte but 0 and 1 would be an invalid bool
+            tensor = torch.frombuffer(raw, dtype=torch.uint8).ne(0).reshape(shape)
+        else:
+            tensor = torch.frombuffer(raw, dtype=dtype).reshape(shape)
+    return tensor if device == "cpu" else tensor.to(device)
 
 
 def _restrict(path: Path) -> None:
@@ -686,7 +723,7 @@ class Sandbox:
             )
         status = int(summary["status"])
         error_file = job.job_dir / "error.json"
-        result_file = job.job_dir / "result.pt"
+        result_file = job.job_dir / "result.bin"
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and _size(result_file) > 0:
             try:
                 return decode_result(result_file)

@@ -37,7 +37,6 @@ import ctypes
 import fcntl
 import gc
 import importlib.util
-import io
 import json
 import os
 import pickle
@@ -114,6 +113,12 @@ PROBED = (
     "private_tmp",
     "paths_hidden",
     "minimal_view",
+)
+# The result's wire format (read by grader/sandbox.py), and the tensor dtypes it carries.
+WIRE_VERSION = 1
+WIRE_DTYPES = frozenset(
+    {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"}
+    | {"float64", "complex64", "complex128"}
 )
 # How long the monitor keeps reading output after the student side is gone.
 DRAIN_GRACE_S = 1.0
@@ -427,25 +432,56 @@ def _drop_privileges(config: dict[str, Any]) -> None:
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
 
 
-def _to_wire(value: Any, where: str, torch: Any) -> Any:
-    """Copy `value` into plain data, refusing anything else with a message naming where it is."""
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if isinstance(value, torch.Tensor):
-        if type(value) is not torch.Tensor and type(value) is not torch.nn.Parameter:
-            raise TypeError(
-                f"{where} is a {type(value).__name__} (a torch.Tensor subclass); "
-                "return a plain torch.Tensor"
-            )
-        return value.detach().clone()
-    if type(value) in (list, tuple):
-        items = [_to_wire(item, f"{where}[{i}]", torch) for i, item in enumerate(value)]
-        return items if type(value) is list else tuple(items)
-    if type(value) is dict:
-        if not all(type(key) is str for key in value):
-            raise TypeError(f"{where} is a dict with non-string keys")
-        return {key: _to_wire(item, f"{where}[{key!r}]", torch) for key, item in value.items()}
-    raise TypeError(f"{where} is a {type(value).__name__}, which is not plain data")
+def _encode_result(value: Any, torch: Any) -> bytes:
+    """The result in the wire format the trusted side reads without any unpickler.
+
+    A 4-byte little-endian header length, a JSON header {"version", "value"}, then every
+    tensor's bytes. In the header, None, bools, ints, floats and strings are themselves;
+    lists, tuples, dicts and tensors are tagged: {"list": [...]}, {"tuple": [...]},
+    {"dict": {...}}, {"tensor": {"dtype", "shape", "device", "offset", "nbytes"}}.
+    Anything else is refused with a message that names where it is in the result.
+    """
+    blobs: list[bytes] = []
+    size = 0
+
+    def encode(item: Any, where: str) -> Any:
+        nonlocal size
+        if item is None or type(item) in (bool, int, float, str):
+            return item
+        if isinstance(item, torch.Tensor):
+            if type(item) is not torch.Tensor and type(item) is not torch.nn.Parameter:
+                raise TypeError(
+                    f"{where} is a {type(item).__name__} (a torch.Tensor subclass); "
+                    "return a plain torch.Tensor"
+                )
+            if item.layout is not torch.strided or item.is_quantized or item.is_nested:
+                raise TypeError(f"{where} is a {item.layout} tensor; return a dense tensor")
+            dtype = str(item.dtype).removeprefix("torch.")
+            if dtype not in WIRE_DTYPES:
+                raise TypeError(f"{where} has dtype {item.dtype}; return a standard dtype")
+            flat = item.detach().to("cpu").contiguous().reshape(-1)
+            data = flat.view(torch.uint8).numpy().tobytes()
+            blobs.append(data)
+            spec = {
+                "dtype": dtype,
+                "shape": list(item.shape),
+                "device": str(item.device),
+                "offset": size,
+                "nbytes": len(data),
+            }
+            size += len(data)
+            return {"tensor": spec}
+        if type(item) in (list, tuple):
+            items = [encode(element, f"{where}[{i}]") for i, element in enumerate(item)]
+            return {type(item).__name__: items}
+        if type(item) is dict:
+            if not all(type(key) is str for key in item):
+                raise TypeError(f"{where} is a dict with non-string keys")
+            return {"dict": {key: encode(item[key], f"{where}[{key!r}]") for key in item}}
+        raise TypeError(f"{where} is a {type(item).__name__}, which is not plain data")
+
+    header = json.dumps({"version": WIRE_VERSION, "value": encode(value, "the result")}).encode()
+    return b"".join([len(header).to_bytes(4, "little"), header, *blobs])
 
 
 def _describe_exception(error: BaseException, phase: str, student_file: str) -> dict[str, Any]:
@@ -520,7 +556,7 @@ def _run_student(
         0: null,
         1: pipes["stdout"],
         2: pipes["stderr"],
-        RESULT_FD: files["result.pt"],
+        RESULT_FD: files["result.bin"],
         ERROR_FD: files["error.json"],
         PROGRESS_FD: files["progress"],
         SERVER_FD: config["server_pidfd"],
@@ -566,8 +602,9 @@ def _run_student(
         phase = "run"
         result = probe(module, **kwargs)
         phase = "output"
+        encoded = _encode_result(result, torch)
         with os.fdopen(RESULT_FD, "wb", closefd=False) as handle:
-            torch.save(_to_wire(result, "the result", torch), handle)
+            handle.write(encoded)
     except BaseException as error:  # SystemExit and KeyboardInterrupt are the student's too
         try:
             with os.fdopen(ERROR_FD, "w", encoding="utf-8", closefd=False) as handle:
@@ -713,7 +750,7 @@ def _run_job(
     created = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
     files = {
         name: os.open(os.path.join(job_dir, name), created, 0o600)
-        for name in ("result.pt", "error.json", "progress")
+        for name in ("result.bin", "error.json", "progress")
     }
     ends = {name: os.pipe() for name in ("stdout", "stderr", "report")}
     if job.get("probe_file"):
@@ -851,8 +888,8 @@ def _warm_up(torch: Any) -> None:
     list(data.DataLoader(data.TensorDataset(torch.zeros(4, 1)), batch_size=2, shuffle=True))
     x = torch.zeros(2, dtype=torch.float64, requires_grad=True)
     torch.autograd.gradcheck(lambda t: t * 2, (x,))
-    # Every job saves its result; the first save in a process pays ~1 ms of lazy set-up.
-    torch.save({"shape": (1, 2), "tensor": torch.zeros(2)}, io.BytesIO())
+    # Every job encodes its result; the first tensor.numpy() in a process pays for set-up.
+    _encode_result({"tensor": torch.zeros(2), "pair": (1, 2.0)}, torch)
 
 
 def _own_task_count() -> int:

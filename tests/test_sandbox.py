@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import math
 import os
 import pickle
 import socket
 import sys
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,38 +54,38 @@ def test_the_timeout_override_comes_from_the_environment(monkeypatch: pytest.Mon
             limits_from_environment(limits)
 
 
-def _saved(value: Any, path: Path) -> Path:
-    torch.save(value, path)
+def _encoded(value: Any, path: Path) -> Path:
+    """`value` as the student side writes it."""
+    path.write_bytes(_server_module()._encode_result(value, torch))
     return path
 
 
-def test_decode_accepts_plain_data(tmp_path: Path) -> None:
-    value = {"y": torch.arange(3.0), "n": [1, 2.5, "x", None, True], "t": (torch.zeros(2),)}
-    decoded = decode_result(_saved(value, tmp_path / "ok.pt"))
-    assert torch.equal(decoded["y"], value["y"]) and decoded["n"] == value["n"]
+def _forged(header: Any, path: Path, blob: bytes = b"") -> Path:
+    """A result file written by hand, as student code could write it to its result descriptor."""
+    text = json.dumps(header).encode()
+    path.write_bytes(len(text).to_bytes(4, "little") + text + blob)
+    return path
 
 
-def test_decode_refuses_compressed_members(tmp_path: Path) -> None:
-    plain = _saved({"y": torch.zeros(1000)}, tmp_path / "plain.pt")
-    deflated = tmp_path / "deflated.pt"
-    with (
-        zipfile.ZipFile(plain) as source,
-        zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as out,
-    ):
-        for member in source.infolist():
-            out.writestr(member.filename, source.read(member))
-    with pytest.raises(ValueError, match="compressed"):
-        decode_result(deflated)
-
-
-def test_decode_refuses_what_is_not_a_torch_archive_or_too_big(tmp_path: Path) -> None:
-    raw = tmp_path / "raw.pt"
-    raw.write_bytes(pickle.dumps({"y": 1}))
-    with pytest.raises(ValueError, match="format"):
-        decode_result(raw)
-    big = _saved(torch.zeros(1024), tmp_path / "big.pt")
-    with pytest.raises(ValueError, match="cap"):
-        decode_result(big, max_bytes=1024)
+def test_results_round_trip_exactly(tmp_path: Path) -> None:
+    value = {
+        "y": torch.arange(6.0).reshape(2, 3).t(),  # not contiguous
+        "n": [1, 2.5, "x", None, True, float("nan")],
+        "t": (torch.zeros(2, dtype=torch.bfloat16), torch.tensor(True), torch.empty(0, 3)),
+        "ints": torch.tensor([[-(2**62)]]),
+        "parameter": torch.nn.Parameter(torch.ones(2)),
+    }
+    decoded = decode_result(_encoded(value, tmp_path / "ok.bin"))
+    assert decoded.keys() == value.keys() and type(decoded["t"]) is tuple
+    assert decoded["n"][:5] == value["n"][:5] and math.isnan(decoded["n"][5])
+    for got, want in [
+        (decoded["y"], value["y"]),
+        *zip(decoded["t"], value["t"], strict=True),
+        (decoded["ints"], value["ints"]),
+        (decoded["parameter"], value["parameter"].detach()),
+    ]:
+        assert type(got) is torch.Tensor and not got.requires_grad
+        assert got.dtype == want.dtype and got.shape == want.shape and torch.equal(got, want)
 
 
 class Lying(torch.Tensor):
@@ -92,17 +93,71 @@ class Lying(torch.Tensor):
 
 
 @pytest.mark.parametrize(
-    "value",
+    ("value", "message"),
     [
-        torch.zeros(2).as_subclass(Lying),
-        torch.zeros(2, 2).to_sparse(),
-        {1: torch.zeros(1)},
+        (torch.zeros(2).as_subclass(Lying), "subclass"),
+        (torch.zeros(2, 2).to_sparse(), "dense"),
+        ({1: torch.zeros(1)}, "non-string keys"),
+        ([torch.zeros(1, dtype=torch.float8_e4m3fn)], r"the result\[0\] has dtype"),
+        ({"a": {1, 2}}, r"the result\['a'\] is a set"),
     ],
-    ids=["subclass", "sparse", "int-key"],
+    ids=["subclass", "sparse", "int-key", "float8", "set"],
 )
-def test_decode_refuses_anything_but_plain_types(tmp_path: Path, value: Any) -> None:
-    with pytest.raises((TypeError, pickle.UnpicklingError)):
-        decode_result(_saved(value, tmp_path / "bad.pt"))
+def test_the_student_side_refuses_anything_but_plain_data(value: Any, message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        _server_module()._encode_result(value, torch)
+
+
+def _tensor_header(**changes: Any) -> dict[str, Any]:
+    spec = {"dtype": "float32", "shape": [1], "device": "cpu", "offset": 0, "nbytes": 4}
+    return {"version": 1, "value": {"tensor": {**spec, **changes}}}
+
+
+@pytest.mark.parametrize(
+    ("header", "blob"),
+    [
+        (_tensor_header(shape=[3], nbytes=12), bytes(8)),
+        (_tensor_header(shape=[2], nbytes=12), bytes(12)),
+        (_tensor_header(dtype="object"), bytes(4)),
+        (_tensor_header(dtype=["float32"]), bytes(4)),
+        (_tensor_header(device="meta"), bytes(4)),
+        (_tensor_header(shape=[-1]), bytes(4)),
+        (_tensor_header(offset=-4), bytes(4)),
+        ({"version": 1, "value": {"set": [1, 2]}}, b""),
+        ({"version": 1, "value": {"list": [1], "tuple": [2]}}, b""),
+        ({"version": 2, "value": 1}, b""),
+        ({"version": 1, "value": [1, 2]}, b""),
+    ],
+    ids=[
+        "short-data", "wrong-size", "dtype", "dtype-not-text", "device", "negative-dim",
+        "negative-offset", "unknown-tag", "two-tags", "version", "untagged-list",
+    ],
+)  # fmt: skip
+def test_forged_results_are_refused(tmp_path: Path, header: Any, blob: bytes) -> None:
+    with pytest.raises(ValueError):
+        decode_result(_forged(header, tmp_path / "forged.bin", blob))
+
+
+def test_results_that_are_not_in_the_format_or_too_big_are_refused(tmp_path: Path) -> None:
+    cases = {
+        "pickle": pickle.dumps({"y": 1}),
+        "empty": b"",
+        "header-past-the-end": (1000).to_bytes(4, "little") + b"{}",
+        "not-json": (3).to_bytes(4, "little") + b"\xff\xfe\x00",
+        "too-deep": (8000).to_bytes(4, "little") + b"[" * 4000 + b"]" * 4000,
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ValueError):
+            decode_result(tmp_path / name)
+    deep = {"version": 1, "value": 0}
+    for _ in range(100):
+        deep["value"] = {"list": [deep["value"]]}
+    with pytest.raises(ValueError, match="nested"):
+        decode_result(_forged(deep, tmp_path / "nested.bin"))
+    big = _encoded(torch.zeros(1024), tmp_path / "big.bin")
+    with pytest.raises(ValueError, match="cap"):
+        decode_result(big, max_bytes=1024)
 
 
 def test_output_capture_keeps_a_bounded_head_and_tail(tmp_path: Path) -> None:
