@@ -4,8 +4,8 @@ All on the same submissions (copies of the reference solution unless --submissio
 class folder), with the same seed, in one run; wall time and CPU time (every process of the
 command, sandbox children included), since a shared machine skews only the first:
 
-- grade alone: one `python -m grader grade` per submission (a Python start, `import torch`
-  and a fork server's start each time);
+- grade alone: one `python -m grader grade` per submission, for the first --alone of them
+  (a Python start, `import torch` and a fork server's start each time);
 - batch, 1 and 2 workers: `python -m grader batch --force` over all of them, divided by the
   number of submissions; and what one more submission costs once the workers run (a batch
   of one submission per worker subtracted, which removes the workers' start);
@@ -15,7 +15,7 @@ command, sandbox children included), since a shared machine skews only the first
 Targets (issue 7): one more submission in a batch <= 1.3x the floor; 2 workers >= 1.7x the
 throughput of 1 (on 2 cores), compared once the workers run (steady state) and all in.
 
-Usage: python bench/bench_batch.py [--count N] [--submissions DIR] [--device cpu|cuda]
+Usage: python bench/bench_batch.py [--count N] [--alone N] [--submissions DIR] [--device cpu|cuda]
 """
 
 from __future__ import annotations
@@ -112,7 +112,10 @@ def make_class(root: Path, count: int) -> list[Path]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--count", type=int, default=10, help="copies of the reference")
+    parser.add_argument("--count", type=int, default=20, help="copies of the reference")
+    parser.add_argument(
+        "--alone", type=int, default=5, help="how many of them to grade alone too (slow)"
+    )
     parser.add_argument("--submissions", type=Path, help="a class folder to use instead")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--floor", nargs="*", type=Path, help=argparse.SUPPRESS)
@@ -138,7 +141,7 @@ def main() -> int:
             shutil.copytree(folder, pair / folder.name)
         grade_command = [sys.executable, "-m", "grader", "grade", "--seed", str(SEED)]
         grade_command += ["--device", args.device, "--report", str(work / "alone.json")]
-        alone = [timed([*grade_command, str(folder)]) for folder in folders]
+        alone = [timed([*grade_command, str(folder)]) for folder in folders[: args.alone]]
         one, one_steady = run_batch(root, work / "out-1", 1, args.device)
         two, _ = run_batch(root, work / "out-2", 2, args.device)
         startup, _ = run_batch(single, work / "out-single", 1, args.device)
