@@ -206,7 +206,7 @@ def _isolate(config: dict[str, Any], job_paths: list[str]) -> dict[str, Any]:
     """New network, IPC and mount namespaces, and a reduced view of the file system."""
     done: dict[str, Any] = {
         "pid_namespace": os.getpid() == 1,
-        "network_isolated": _libc.unshare(CLONE_NEWNET) == 0,
+        "network_isolated": config["server_offline"] or _libc.unshare(CLONE_NEWNET) == 0,
         "ipc_isolated": _libc.unshare(CLONE_NEWIPC) == 0,
         "read_only_filesystem": False,
         "private_proc": False,
@@ -344,6 +344,18 @@ def _hide(paths: list[str]) -> bool:
         except OSError:
             hidden = False
     return hidden
+
+
+def _leave_the_network() -> bool:
+    """Move the server, and so every job it forks, into a network namespace of its own.
+
+    Its only device is a loopback that is down: no address, no route, nothing to reach.
+    One namespace serves every job (~0.5 ms less per job than one each, most of it spent
+    by the kernel tearing namespaces down): an unprivileged user can leave nothing in it
+    that outlives its processes (sockets close with them; devices, addresses, routes and
+    firewall rules need privileges it lacks). As root only, like `_server_view`.
+    """
+    return os.geteuid() == 0 and _libc.unshare(CLONE_NEWNET) == 0
 
 
 def _server_view(config: dict[str, Any]) -> dict[str, Any] | None:
@@ -968,6 +980,7 @@ def main() -> int:
     ]
 
     config["view"] = _server_view(config)
+    config["server_offline"] = _leave_the_network()
     config["reply"] = lambda message: None  # the probe's "started" is not for the trusted side
     protections = _probe_protections(config, torch, namespaces)
     config["reply"] = reply

@@ -359,6 +359,7 @@ def test_a_job_shapes_the_whole_view_where_the_server_has_none(tmp_path: Path) -
         "cover": [os.path.join("/", n) for n in os.listdir("/") if n not in server.SYSTEM_TOP_DIRS],
         "hide": [str(hidden)],
         "limits": {"tmp_mb": 8},
+        "server_offline": False,
     }
     read_end, write_end = os.pipe()
     child = os.fork()
@@ -381,7 +382,10 @@ def test_a_job_shapes_the_whole_view_where_the_server_has_none(tmp_path: Path) -
     with os.fdopen(read_end, "rb") as pipe:
         seen = pickle.loads(pipe.read())
     os.waitpid(child, 0)
-    for name in ("read_only_filesystem", "private_tmp", "paths_hidden", "minimal_view"):
+    for name in (
+        "network_isolated", "ipc_isolated", "read_only_filesystem", "private_tmp",
+        "paths_hidden", "minimal_view",
+    ):  # fmt: skip
         assert seen["done"][name], (name, seen["done"])
     put_back = (tmp_path, Path(sys.prefix), Path(sys.base_prefix), Path(torch.__file__))
     allowed = {"home"} | {p.parts[2] for p in put_back if p.parts[1:2] == ("tmp",)}
