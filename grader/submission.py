@@ -17,6 +17,7 @@ import tokenize
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from grader.assignment import Assignment
 from grader.errors import SubmissionError
@@ -204,13 +205,43 @@ def _from_folder(root: Path, wanted: set[str], notebook: str | None) -> _Found:
                 found.notes.append(
                     f"Stopped looking after {MAX_WALK_ENTRIES} files; submit only your own files."
                 )
-                return _pick(found, candidates, root)
-            if name in wanted or name == notebook:
+                return _pick(found, candidates, root, notebook)
+            if name in wanted or _is_notebook(name, notebook):
                 candidates.setdefault(name, []).append(Path(current) / name)
-    return _pick(found, candidates, root)
+    return _pick(found, candidates, root, notebook)
 
 
-def _pick(found: _Found, candidates: dict[str, list[Path]], root: Path) -> _Found:
+def _is_notebook(name: str, notebook: str | None) -> bool:
+    return notebook is not None and name.endswith(".ipynb")
+
+
+def _choose_notebook(candidates: dict[str, list[Any]], notebook: str | None, found: _Found) -> None:
+    """Keep only the assignment's notebook; failing that, the one other notebook, if just one.
+
+    Students rename notebooks ("walkthrough (1).ipynb", "lab1_final.ipynb"): a lone notebook
+    is clearly theirs; among several, guessing could grade the wrong one, so none is.
+    """
+    others = sorted(name for name in candidates if name.endswith(".ipynb") and name != notebook)
+    if notebook is not None and notebook not in candidates and others:
+        if len(others) == 1:
+            candidates[notebook] = candidates[others[0]]
+            found.notes.append(
+                f"Graded {others[0]} as the assignment's notebook ({notebook}): it is the only "
+                "notebook in the submission."
+            )
+        else:
+            found.notes.append(
+                f"Found the notebooks {', '.join(others)} but no {notebook}, so no notebook was "
+                f"graded; name the one to grade {notebook}."
+            )
+    for name in others:
+        del candidates[name]
+
+
+def _pick(
+    found: _Found, candidates: dict[str, list[Path]], root: Path, notebook: str | None
+) -> _Found:
+    _choose_notebook(candidates, notebook, found)
     for name, paths in candidates.items():
         paths.sort(key=lambda p: (len(p.relative_to(root).parts), str(p)))
         usable = []
@@ -282,8 +313,9 @@ def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
             if any(p in JUNK_DIRS or p.startswith(".") for p in parts[:-1]):
                 continue
             base = parts[-1]
-            if base in wanted or base == notebook:
+            if base in wanted or _is_notebook(base, notebook):
                 candidates.setdefault(base, []).append(member)
+        _choose_notebook(candidates, notebook, found)
         for base, options in candidates.items():
             options.sort(key=lambda m: (m.filename.count("/"), m.filename))
             member = options[0]

@@ -219,6 +219,26 @@ def test_zip_holding_the_notebook_prepares_like_the_notebook(
         assert from_zip.files[name].read_bytes() == path.read_bytes()
 
 
+def test_a_lone_renamed_notebook_is_graded_and_several_are_not(
+    assignment: Assignment, tmp_path: Path
+) -> None:
+    notebook = reference_notebook(tmp_path / "walkthrough.ipynb").read_bytes()
+    folder = tmp_path / "folder"
+    (folder / ".ipynb_checkpoints").mkdir(parents=True)
+    (folder / "lab 1 (final).ipynb").write_bytes(notebook)
+    (folder / ".ipynb_checkpoints" / "lab 1 (final)-checkpoint.ipynb").write_bytes(notebook)
+    lone = prepare_submission(folder, assignment, tmp_path / "lone")
+    assert lone.sources == {part.id: "notebook" for part in assignment.parts}
+    assert any("Graded lab 1 (final).ipynb as the assignment's notebook" in n for n in lone.notes)
+    archive = tmp_path / "two.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr("work/draft.ipynb", notebook)
+        handle.writestr("work/final.ipynb", notebook)
+    several = prepare_submission(archive, assignment, tmp_path / "several")
+    assert set(several.sources.values()) == {"missing"}
+    assert any("draft.ipynb, final.ipynb but no walkthrough.ipynb" in n for n in several.notes)
+
+
 @pytest.mark.slow
 def test_notebook_only_submission_grades_like_the_py_files(
     reference_copy: Path, tmp_path: Path
