@@ -401,3 +401,25 @@ def _try(action: Any) -> str:
         return "ok"
     except OSError as error:
         return type(error).__name__
+
+
+def test_student_files_compile_once_per_content_as_the_import_system_would(
+    tmp_path: Path,
+) -> None:
+    server = _server_module()
+    compiled: dict[str, tuple[bytes, Any]] = {}
+    path = tmp_path / "student.py"
+    # The server's own `from __future__ import annotations` must not reach student code.
+    path.write_text("def f(x: NotDefinedAnywhere):\n    return x\n")
+    server._compile_student_file(str(path), compiled)
+    with pytest.raises(NameError, match="NotDefinedAnywhere"):
+        exec(compiled[str(path)][1], {})
+    path.write_text("VALUE = 2\n")  # the same path with new content: compiled again
+    server._compile_student_file(str(path), compiled)
+    namespace: dict[str, Any] = {}
+    exec(compiled[str(path)][1], namespace)
+    assert namespace["VALUE"] == 2
+    # An invalid escape warns: left to the job, whose stderr the student sees.
+    path.write_text('PATTERN = "\\d+"\n')
+    server._compile_student_file(str(path), compiled)
+    assert compiled[str(path)][1] is None
