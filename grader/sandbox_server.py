@@ -124,6 +124,8 @@ WIRE_DTYPES = frozenset(
 )
 # Student files up to this size are compiled once by the server rather than by every job.
 MAX_PRECOMPILED_BYTES = 256 * 1024
+# In the server's work folder while it compiles a student file.
+COMPILING_MARKER = "compiling-student-file"
 # How long the monitor keeps reading output after the student side is gone.
 DRAIN_GRACE_S = 1.0
 
@@ -779,7 +781,8 @@ def _run_job(
         _import_probes(job["probe_file"], config["probe_modules"])
     if job.get("module"):
         path = os.path.join(job["submission_dir"], job["module"] + ".py")
-        _compile_student_file(path, config["student_code"])
+        marker = os.path.join(config["workdir"], COMPILING_MARKER)
+        _compile_student_file(path, config["student_code"], marker, config["compile_crashed"])
     pid = namespaces.fork()
     if pid == 0:
         try:
@@ -877,13 +880,17 @@ def _import_probes(path: str, modules: dict[str, Any]) -> None:
     _freeze_heap()
 
 
-def _compile_student_file(path: str, compiled: dict[str, tuple[bytes, Any]]) -> None:
+def _compile_student_file(
+    path: str, compiled: dict[str, tuple[bytes, Any]], marker: str, crashed: frozenset[str]
+) -> None:
     """Compile a student file here, once per version of it, so no job compiles it (~1 ms).
 
     Compiling runs none of the student's code. The file's content decides: a batch worker
     puts each student's files at the same paths, so a path alone never means the same
     code. A file that does not compile, or a large one, is left to each job, which reports
-    the error where the student sees it.
+    the error where the student sees it; so is one whose compiling killed an earlier server
+    (a crash of the compiler itself): `marker` names the file that says what is being
+    compiled, and `crashed` what a dead server's marker said.
     """
     try:
         with open(path, "rb") as handle:
@@ -894,7 +901,9 @@ def _compile_student_file(path: str, compiled: dict[str, tuple[bytes, Any]]) -> 
     if compiled.get(path, (b"", None))[0] == digest:
         return
     code = None
-    if len(source) <= MAX_PRECOMPILED_BYTES:
+    if len(source) <= MAX_PRECOMPILED_BYTES and digest.hex() not in crashed:
+        with open(marker, "w", encoding="ascii") as handle:
+            handle.write(digest.hex())
         # A warning (say, an invalid escape) must reach the student's stderr, so the job
         # compiles such a file itself; so does one that fails.
         with warnings.catch_warnings():
@@ -904,6 +913,7 @@ def _compile_student_file(path: str, compiled: dict[str, tuple[bytes, Any]]) -> 
                 code = compile(source, path, "exec", dont_inherit=True)
             except Exception:
                 code = None
+        os.unlink(marker)
     compiled[path] = (digest, code)
 
 
@@ -1014,6 +1024,12 @@ def main() -> int:
     _freeze_heap()
     config["probe_modules"] = {}
     config["student_code"] = {}
+    # Left by a server of this sandbox that died compiling a student file.
+    try:
+        with open(os.path.join(config["workdir"], COMPILING_MARKER), encoding="ascii") as marker:
+            config["compile_crashed"] = frozenset({marker.read().strip()})
+    except OSError:
+        config["compile_crashed"] = frozenset()
     # What the covers must leave visible: the interpreter and its libraries, wherever they are.
     config["keep"] = [
         sys.prefix,
