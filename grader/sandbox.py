@@ -36,6 +36,16 @@ from typing import Any
 from grader.assignment import Limits
 from grader.errors import ConfigError, UsageError
 
+# The student side's own constants (its module runs there as a script, and imports nothing
+# of ours): the result's wire format, the exit statuses that carry meaning, the fd limit.
+from grader.sandbox_server import (
+    EXIT_RAISED,
+    EXIT_UNREPORTABLE,
+    MAX_OPEN_FILES,
+    WIRE_DTYPES,
+    WIRE_VERSION,
+)
+
 log = logging.getLogger(__name__)
 
 SERVER_SCRIPT = Path(__file__).with_name("sandbox_server.py")
@@ -48,25 +58,17 @@ UID_LOCK_DIRS = (Path("/run/torch-grader"), Path(tempfile.gettempdir()) / "torch
 # World-writable places that each job gets as a private, empty, size-capped tmpfs.
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 MAX_RESULT_BYTES = 256 * 1024 * 1024
-# The result's wire format (written by sandbox_server.py's `_encode_result`).
-WIRE_VERSION = 1
-WIRE_DTYPES = frozenset(
-    {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"}
-    | {"float64", "complex64", "complex128"}
-)
+# Bounds on the result's wire format (written by sandbox_server.py's `_encode_result`).
 MAX_RESULT_HEADER_BYTES = 16 * 1024 * 1024
 MAX_RESULT_DEPTH = 64
 MAX_TENSOR_DIMS = 16
 MAX_ERROR_BYTES = 64 * 1024
-MAX_OPEN_FILES = 256
 SERVER_START_TIMEOUT_S = 180.0
 PROTOCOL_TIMEOUT_S = 30.0
 # The job's monitor enforces the wall time; this side kills everything if it has not by then.
 BACKSTOP_GRACE_S = 5.0
 # Seconds of CPU time allowed on top of the wall time (the limit is a backstop for spinning).
 CPU_GRACE_S = 2
-# The student process's exit status when it could not write its own error report.
-EXIT_UNREPORTABLE = 3
 # For the grader's own test suite: a shorter per-test time limit than the manifest's.
 TIMEOUT_OVERRIDE_ENV = "GRADER_TEST_TIMEOUT_S"
 PROTECTION_NAMES = {
@@ -452,7 +454,7 @@ class Sandbox:
         # What every job reads, written once per submission rather than once per job: the
         # submission's files and the probe files, laid out under `shared/`.
         self._shared_dir = workdir / "shared"
-        self._shared_submission: Path | None = None
+        self._submission_copied = False
         self._shared_probes: dict[Path, Path] = {}
 
     # -- life cycle -------------------------------------------------------------------------
@@ -467,7 +469,7 @@ class Sandbox:
     def use_submission(self, submission_files: dict[str, Path]) -> None:
         """Serve later jobs from these files: one warm server can grade many submissions."""
         self.submission_files = dict(submission_files)
-        self._shared_submission = None
+        self._submission_copied = False
 
     def start(self) -> None:
         self.launch()
@@ -656,7 +658,7 @@ class Sandbox:
     def _submission_copy(self) -> Path:
         """The submission's files where every job of it reads them (copied once per submission)."""
         folder = self._shared_dir / "submission"
-        if self._shared_submission is None:
+        if not self._submission_copied:
             # Only the submission being graded stays visible to its jobs.
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
@@ -664,7 +666,7 @@ class Sandbox:
                 shutil.copyfile(source, folder / name)
             if self.identity:
                 self._give_to_sandbox_group(self._shared_dir, folder, *folder.iterdir())
-            self._shared_submission = folder
+            self._submission_copied = True
         return folder
 
     def _probe_copy(self, probe_file: Path) -> Path:
@@ -735,7 +737,7 @@ class Sandbox:
                     detail=repr(error),
                     output=output,
                 ) from None
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 2 and _size(error_file) > 0:
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == EXIT_RAISED and _size(error_file) > 0:
             raise self._student_exception(error_file, file_name, output)
         raise StudentFailure(
             "error",

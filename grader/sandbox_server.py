@@ -366,8 +366,8 @@ def _leave_the_network() -> bool:
 
 def _server_view(config: dict[str, Any]) -> dict[str, Any] | None:
     """Shape the server's own view once (read-only, covered, hidden; its work folder
-    writable), so that each job copies it and adds only its private parts (~1.4 ms less
-    per job than shaping the whole view each time). As root only: a user could get a mount
+    writable), so that each job copies it and adds only its private parts (~1 ms less per
+    job than shaping the whole view each time). As root only: a user could get a mount
     namespace only inside a user namespace, which the server could not leave again.
     """
     if os.geteuid() != 0:
@@ -781,8 +781,8 @@ def _run_job(
         _import_probes(job["probe_file"], config["probe_modules"])
     if job.get("module"):
         path = os.path.join(job["submission_dir"], job["module"] + ".py")
-        marker = os.path.join(config["workdir"], COMPILING_MARKER)
-        _compile_student_file(path, config["student_code"], marker, config["compile_crashed"])
+        marker, crashed = config["compile_marker"], config["compile_crashed"]
+        _compile_student_file(path, config["student_code"], marker, crashed)
     pid = namespaces.fork()
     if pid == 0:
         try:
@@ -1025,8 +1025,9 @@ def main() -> int:
     config["probe_modules"] = {}
     config["student_code"] = {}
     # Left by a server of this sandbox that died compiling a student file.
+    config["compile_marker"] = os.path.join(config["workdir"], COMPILING_MARKER)
     try:
-        with open(os.path.join(config["workdir"], COMPILING_MARKER), encoding="ascii") as marker:
+        with open(config["compile_marker"], encoding="ascii") as marker:
             config["compile_crashed"] = frozenset({marker.read().strip()})
     except OSError:
         config["compile_crashed"] = frozenset()
