@@ -274,6 +274,14 @@ def _run(sandbox: Sandbox, root: Path, **kwargs: Any) -> Any:
     return sandbox.run(module="student", probe_file=root / "probes.py", probe="run", kwargs=kwargs)
 
 
+def _assert_private_tmp(listing: list[str], job_root: Path) -> None:
+    """/tmp as a job saw it: its home folder, and the ways back to what is put back read-only
+    (its job folder, and Python and torch where they live under /tmp, as in a CI checkout)."""
+    put_back = (job_root, Path(sys.prefix), Path(sys.base_prefix), Path(torch.__file__))
+    allowed = {"home"} | {p.parts[2] for p in put_back if p.parts[1:2] == ("tmp",)}
+    assert set(listing) <= allowed and "home" in listing
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="the uid and namespace checks need root")
 def test_a_job_is_isolated(live_sandbox: tuple[Sandbox, Path], tmp_path: Path) -> None:
@@ -296,11 +304,7 @@ def test_a_job_is_isolated(live_sandbox: tuple[Sandbox, Path], tmp_path: Path) -
     assert sandbox.identity is not None and got["uid"] == sandbox.identity.uid
     assert got["groups"] == []
     assert got["pids"] == [1]  # its own pid namespace, with a /proc of its own
-    # A private /tmp: its home folder, and the ways back to what is put back read-only (its
-    # own job folder, and Python and torch where they live under /tmp, as in a CI checkout).
-    put_back = (root, Path(sys.prefix), Path(sys.base_prefix), Path(torch.__file__))
-    allowed = {"home"} | {p.parts[2] for p in put_back if p.parts[1:2] == ("tmp",)}
-    assert set(got["tmp"]) <= allowed and "home" in got["tmp"]
+    _assert_private_tmp(got["tmp"], root)
     assert not got["hidden_exists"]
     assert got["write_canary"] != "ok" and got["write_root"] != "ok"
     assert got["connect"] != "ok"
@@ -388,9 +392,7 @@ def test_a_job_shapes_the_whole_view_where_the_server_has_none(tmp_path: Path) -
         "paths_hidden", "minimal_view",
     ):  # fmt: skip
         assert seen["done"][name], (name, seen["done"])
-    put_back = (tmp_path, Path(sys.prefix), Path(sys.base_prefix), Path(torch.__file__))
-    allowed = {"home"} | {p.parts[2] for p in put_back if p.parts[1:2] == ("tmp",)}
-    assert set(seen["tmp"]) <= allowed and "home" in seen["tmp"]
+    _assert_private_tmp(seen["tmp"], tmp_path)
     assert seen["job_visible"] and not seen["hidden_exists"]
     assert (seen["write_root"], seen["write_job"]) == ("OSError", "OSError")
     assert canary.read_text() == "" and not Path("/hostile").exists()
