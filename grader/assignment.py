@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.errors import ConfigError
+from grader.hints import Hint
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,6 +52,8 @@ class Assignment:
     solutions_dir: Path
     hidden_visibility: str
     public_visibility: str
+    # The assignment's own error hints ([[hints]]), tried before the generic ones.
+    hints: tuple[Hint, ...] = ()
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -137,6 +140,7 @@ def parse_manifest(path: Path) -> Assignment:
         solutions_dir=(path.parent.parent.parent / solutions).resolve(),
         hidden_visibility=hidden,
         public_visibility=public,
+        hints=tuple(_hint(entry, path, ids) for entry in data.get("hints", [])),
     )
 
 
@@ -154,3 +158,26 @@ def _part(entry: Any, path: Path) -> Part:
     if "/" in file or "\\" in file or not file.endswith(".py"):
         raise ConfigError(f"{path}: part file {file!r} must be a plain .py file name.")
     return Part(id=str(entry["id"]), file=file, points=float(entry["points"]))
+
+
+def _string_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _hint(entry: Any, path: Path, part_ids: list[str]) -> Hint:
+    if not (
+        isinstance(entry, dict)
+        and isinstance(entry.get("text"), str)
+        and _string_list(entry.get("match"))
+        and entry["match"]
+        and _string_list(entry.get("parts", []))
+    ):
+        raise ConfigError(
+            f"{path}: every [[hints]] entry needs text (a string), match (a non-empty list of "
+            f"error-text substrings) and optionally parts (a list of part ids): {entry!r}."
+        )
+    unknown = set(entry.get("parts", [])) - set(part_ids)
+    if unknown:
+        raise ConfigError(f"{path}: [[hints]] names unknown parts {sorted(unknown)}.")
+    parts = tuple(entry.get("parts", []))
+    return Hint(match=tuple(entry["match"]), text=entry["text"], parts=parts)

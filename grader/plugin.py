@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from grader.assignment import Assignment, Part
+from grader.hints import error_hint, failing_functions, takes_device_argument
 from grader.results import Outcome, TestResult
 from grader.sandbox import PendingJob, Sandbox, StudentFailure
 from grader.submission import PreparedSubmission
@@ -144,55 +145,6 @@ def display_name(item: pytest.Item) -> str:
     title = doc.splitlines()[0].strip() if doc else item.name.split("[")[0]
     callspec = getattr(item, "callspec", None)
     return f"{title} [{callspec.id}]" if callspec else title
-
-
-# (substrings of PyTorch errors, hint): the usual causes, in words a student can act on.
-ERROR_HINTS = (
-    (
-        ("leaf Variable that requires grad is being used in an in-place operation",),
-        "Hint: update the weights inside `with torch.no_grad():` (w1 -= learning_rate * "
-        "w1.grad), so the update itself is not recorded by autograd.",
-    ),
-    (
-        ("does not require grad and does not have a grad_fn",),
-        "Hint: the tensor you call backward() on was not built from tensors that require "
-        "grad; do not detach(), .item() or rebuild it inside torch.no_grad() before backward.",
-    ),
-    (
-        ("Trying to backward through the graph a second time",),
-        "Hint: run a fresh forward pass every step; a loss (or an intermediate tensor) from an "
-        "earlier step cannot be backpropagated again.",
-    ),
-    (
-        ("expected scalar type", "dtypes"),
-        "Hint: mixed dtypes. Create new tensors with dtype=x.dtype (or torch.zeros_like(x)); "
-        "the default dtype is float32 but tests also use float64.",
-    ),
-    (
-        ("shapes cannot be multiplied",),
-        "Hint: check the shapes: x is (N, D_in), w1 (D_in, H), w2 (H, D_out); a transpose "
-        "may be missing or misplaced, or sizes are hard-coded.",
-    ),
-)
-
-
-def error_hint(message: str, device: str) -> str:
-    """A hint for the usual mistakes, judged from the error text of the student's code."""
-    if "same device" in message or ("cuda" in message.lower() and "cpu" in message.lower()):
-        return (
-            "Hint: some of your tensors are on a different device than the inputs. Create new "
-            "tensors with device=x.device (or torch.zeros_like(x), x.new_zeros(...)) and never "
-            "call .cpu() or .cuda() yourself."
-        )
-    if device == "cpu" and any(word in message for word in ("CUDA", "cuda", "NVIDIA")):
-        return (
-            f"Hint: your code asked for a CUDA GPU, but this grading run is on {device}. Never "
-            "hard-code 'cuda': use the device of the inputs (x.device)."
-        )
-    for patterns, hint in ERROR_HINTS:
-        if any(pattern in message for pattern in patterns):
-            return hint
-    return ""
 
 
 def _student_facing_assertion(error: BaseException) -> str:
@@ -319,7 +271,15 @@ class GraderPlugin:
             if isinstance(error, StudentFailure):
                 outcome = "timeout" if error.outcome == "timeout" else "error"
                 message, detail, output = error.message, error.detail, error.output.for_feedback()
-                hint = error_hint(message, self.session.device)
+                hint = error_hint(
+                    message,
+                    self.session.device,
+                    part=part.id,
+                    assignment_hints=self.session.assignment.hints,
+                    takes_device=takes_device_argument(
+                        self.session.reference(part), failing_functions(detail, part.file)
+                    ),
+                )
                 message = f"{message}\n{hint}" if hint else message
             elif isinstance(error, AssertionError):
                 outcome, message = "failed", _student_facing_assertion(error)
