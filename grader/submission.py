@@ -13,13 +13,16 @@ import io
 import os
 import re
 import stat
+import struct
 import tokenize
 import zipfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from grader.assignment import Assignment
+from grader.bounded import OUT_OF_MEMORY, TIMEOUT, Outcome, run_bounded
 from grader.errors import SubmissionError
 
 MAX_SOURCE_BYTES = 1024 * 1024
@@ -28,6 +31,19 @@ MAX_ARCHIVE_MEMBERS = 10_000
 # An archive holds a notebook and a few sources; far larger ones are refused before opening.
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
 MAX_WALK_ENTRIES = 20_000
+# Wall-clock bound for decoding and compiling one source file, and for reading the notebook,
+# each in a limited child (grader.bounded): real files take milliseconds.
+SOURCE_CHECK_SECONDS = 10.0
+NOTEBOOK_SECONDS = 30.0
+CHECK_MEMORY_BYTES = 1 << 30
+# How student names are cut down to compare with the assignment's (see `near_miss_key`).
+_COPY_SUFFIX = re.compile(r"(?:[ _-]*\(\d+\)|[ _-]+copy(?:[ _-]*\d+)?)+$")
+_SEPARATORS = re.compile(r"[\s_-]+")
+# A zip central-directory header: its signature, fixed size, and the general-purpose flag
+# bit that says the entry's name is UTF-8.
+_CENTRAL_HEADER = b"PK\x01\x02"
+_CENTRAL_HEADER_SIZE = 46
+_UTF8_FLAG = 0x800
 # PEP 263: a coding declaration on line 1 or 2 (group 1 is everything before the name).
 CODING_LINE = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)[-\w.]+")
 JUNK_DIRS = {
@@ -39,6 +55,9 @@ JUNK_DIRS = {
     "venv",
     "node_modules",
 }
+
+
+_Entry = TypeVar("_Entry")
 
 
 @dataclass(frozen=True)
@@ -62,6 +81,8 @@ class _Found:
     notebook: bytes | None = None
     oversized: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # Known file name -> why no near miss was graded in its place (several candidates).
+    unresolved: dict[str, str] = field(default_factory=dict)
 
 
 def prepare_submission(path: Path, assignment: Assignment, dest: Path) -> PreparedSubmission:
@@ -89,16 +110,17 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
     notes = list(found.notes)
     raw = dict(found.sources)
     sources = {part.id: "file" for part in assignment.parts if part.file in raw}
-    if found.notebook is not None:
-        from grader.notebook import merge_notebook_parts
-
-        merged = merge_notebook_parts(found.notebook, assignment, raw)
-        raw = merged.sources
-        sources.update(merged.origin)
-        notes.extend(merged.notes)
-    files: dict[str, Path] = {}
     problems: dict[str, str] = {}
+    if found.notebook is not None:
+        notebook_problem = _merge_notebook(found.notebook, assignment, raw, sources, notes)
+        if notebook_problem:
+            notes.append(notebook_problem)
+            for part in assignment.parts:
+                if part.file not in raw and part.file not in found.oversized:
+                    problems[part.id] = notebook_problem
+    files: dict[str, Path] = {}
     digest = hashlib.sha256()
+    checked: list[tuple[str, str, bytes]] = []
     for part in assignment.parts:
         if part.file in found.oversized:
             problems[part.id] = (
@@ -106,22 +128,27 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
                 f"{MAX_SOURCE_BYTES // 1024} KiB limit for a source file."
             )
             sources[part.id] = "file"
-            continue
-        if part.file not in raw:
+        elif part.file not in raw:
             sources[part.id] = "missing"
-            continue
-        data = raw[part.file]
-        digest.update(part.file.encode() + b"\0" + data + b"\0")
-        text, problem = _decode_source(part.file, data)
+            if part.file in found.unresolved:
+                problems[part.id] = found.unresolved[part.file]
+        else:
+            data = raw[part.file]
+            digest.update(part.file.encode() + b"\0" + data + b"\0")
+            checked.append((part.id, part.file, data))
+    outcomes = run_bounded(
+        [_source_task(name, data) for _, name, data in checked],
+        seconds=SOURCE_CHECK_SECONDS,
+        memory_bytes=CHECK_MEMORY_BYTES,
+    )
+    for (part_id, name, _), outcome in zip(checked, outcomes, strict=True):
+        text, problem = _source_outcome(name, outcome)
+        if text is not None:
+            target = dest / name
+            target.write_text(text, encoding="utf-8")
+            files[name] = target
         if problem:
-            problems[part.id] = problem
-            continue
-        target = dest / part.file
-        target.write_text(text, encoding="utf-8")
-        files[part.file] = target
-        syntax = _syntax_problem(part.file, text)
-        if syntax:
-            problems[part.id] = syntax
+            problems[part_id] = problem
     return PreparedSubmission(
         directory=dest,
         files=files,
@@ -130,6 +157,84 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
         sha256=digest.hexdigest(),
         notes=tuple(notes),
     )
+
+
+def _merge_notebook(
+    notebook: bytes,
+    assignment: Assignment,
+    raw: dict[str, bytes],
+    sources: dict[str, str],
+    notes: list[str],
+) -> str:
+    """Merge the notebook's parts into `raw`, `sources` and `notes`; or say why it could not be.
+
+    Reading a notebook parses its cells, so it runs bounded like any source; any failure
+    there costs only the parts that would come from the notebook.
+    """
+    from grader.notebook import merge_notebook_parts
+
+    def merge() -> dict[str, Any]:
+        try:
+            merged = merge_notebook_parts(notebook, assignment, raw)
+        except SubmissionError as error:
+            return {"problem": str(error)}
+        except Exception as error:  # any damage in the student's notebook, reported as such
+            return {"problem": f"The notebook could not be read ({type(error).__name__})."}
+        # Bytes travel back as latin-1 text: one character per byte, exactly.
+        return {
+            "sources": {name: data.decode("latin-1") for name, data in merged.sources.items()},
+            "origin": dict(merged.origin),
+            "notes": list(merged.notes),
+        }
+
+    (outcome,) = run_bounded([merge], seconds=NOTEBOOK_SECONDS, memory_bytes=CHECK_MEMORY_BYTES)
+    value = outcome.value if isinstance(outcome.value, dict) else {}
+    if outcome.failure or "problem" in value:
+        problem = str(value.get("problem", "")) or _too_complex("The notebook", outcome)
+        return f"{problem} Parts without their own .py file could not be graded from it."
+    raw.clear()
+    raw.update({name: text.encode("latin-1") for name, text in value["sources"].items()})
+    sources.update(value["origin"])
+    notes.extend(value["notes"])
+    return ""
+
+
+def _too_complex(what: str, outcome: Outcome) -> str:
+    if outcome.failure == TIMEOUT:
+        return (
+            f"{what} is too complex to check in {SOURCE_CHECK_SECONDS:.0f} s; simplify it "
+            "(split very long expressions, f-strings or literals)."
+        )
+    if outcome.failure == OUT_OF_MEMORY:
+        return (
+            f"{what} needs more than {CHECK_MEMORY_BYTES >> 20} MiB of memory to check; "
+            "simplify it (split very long expressions, f-strings or literals)."
+        )
+    return f"{what} could not be checked (the checker stopped on it); simplify it."
+
+
+def _source_task(name: str, data: bytes) -> Callable[[], list[bool | str]]:
+    return lambda: list(inspect_source(name, data))
+
+
+def _source_outcome(name: str, outcome: Outcome) -> tuple[str | None, str]:
+    """The clean text (None if unusable) and the problem, from a bounded `inspect_source`."""
+    value = outcome.value
+    if outcome.failure or not (isinstance(value, list) and len(value) == 3):
+        return None, _too_complex(name, outcome)
+    usable, text, problem = value
+    return (str(text) if usable else None), str(problem)
+
+
+def inspect_source(name: str, data: bytes) -> tuple[bool, str, str]:
+    """Decode and compile one source: (usable as text, the clean text, its problem or "").
+
+    Pure and unbounded: run it through `grader.bounded.run_bounded`.
+    """
+    text, problem = _decode_source(name, data)
+    if problem:
+        return False, "", problem
+    return True, text, _syntax_problem(name, text)
 
 
 def _decode_source(name: str, data: bytes) -> tuple[str, str]:
@@ -153,6 +258,23 @@ def _decode_source(name: str, data: bytes) -> tuple[str, str]:
         return "", (
             f"{name} is not valid {encoding.upper()}{declared} at byte {error.start}; save it "
             "as UTF-8 in your editor."
+        )
+    except LookupError:  # a binary codec such as hex or zlib: Python refuses it too
+        return "", (
+            f"{name}: its coding line names {encoding!r}, which is not a text encoding; "
+            "remove that line and save the file as UTF-8 in your editor."
+        )
+    except (UnicodeError, ValueError, TypeError) as error:
+        return "", (
+            f"{name} cannot be decoded as {encoding} ({type(error).__name__}); remove its "
+            "coding line and save it as UTF-8 in your editor."
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return "", (
+            f"{name} decodes to characters that are not valid Unicode (at character "
+            f"{error.start}); save it as UTF-8 in your editor."
         )
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n", 2)
@@ -196,6 +318,19 @@ def _read_capped_file(path: Path, cap: int) -> bytes:
 def _from_folder(root: Path, wanted: set[str], notebook: str | None) -> _Found:
     found = _Found()
     candidates: dict[str, list[Path]] = {}
+    near: dict[str, list[Path]] = {}
+    loose = {near_miss_key(name): name for name in wanted}
+    for path in _walk_files(root, found):
+        if path.name in wanted or _is_notebook(path.name, notebook):
+            candidates.setdefault(path.name, []).append(path)
+        elif near_miss_key(path.name) in loose:
+            near.setdefault(loose[near_miss_key(path.name)], []).append(path)
+    _take_near_misses(candidates, near, found, lambda path: str(path.relative_to(root)))
+    return _pick(found, candidates, root, notebook)
+
+
+def _walk_files(root: Path, found: _Found) -> Iterator[Path]:
+    """Every file under `root` outside junk folders, up to MAX_WALK_ENTRIES (then a note)."""
     entries = 0
     for current, dirs, names in os.walk(root, followlinks=False):
         dirs[:] = sorted(d for d in dirs if d not in JUNK_DIRS and not d.startswith("."))
@@ -205,10 +340,69 @@ def _from_folder(root: Path, wanted: set[str], notebook: str | None) -> _Found:
                 found.notes.append(
                     f"Stopped looking after {MAX_WALK_ENTRIES} files; submit only your own files."
                 )
-                return _pick(found, candidates, root, notebook)
-            if name in wanted or _is_notebook(name, notebook):
-                candidates.setdefault(name, []).append(Path(current) / name)
-    return _pick(found, candidates, root, notebook)
+                return
+            yield Path(current) / name
+
+
+def near_miss_key(name: str) -> str:
+    """`name` as students mangle it, undone: case, spaces, `-`, copy suffixes, extra extensions.
+
+    `Two_Layer_Net.py`, `two-layer net.py`, `two_layer_net (1).py`, `two_layer_net copy.py`
+    and `two_layer_net.py.txt` all give `two_layer_net.py`.
+    """
+    lowered = name.strip().lower()
+    if lowered.startswith("."):  # hidden files (macOS's ._ copies) are never a student's
+        return lowered
+    stem, dot, extension = lowered.partition(".py")
+    if not dot or (extension and not re.fullmatch(r"(\.[a-z0-9]{1,8})+", extension)):
+        return lowered
+    stem = _COPY_SUFFIX.sub("", stem)
+    return _SEPARATORS.sub("_", stem).strip("_") + ".py"
+
+
+def near_misses(names: list[str], wanted: list[str]) -> dict[str, list[str]]:
+    """For each wanted name absent from `names`, the names in `names` that nearly match it."""
+    loose = {near_miss_key(name): name for name in wanted if name not in names}
+    found: dict[str, list[str]] = {}
+    for name in names:
+        if name not in wanted and near_miss_key(name) in loose:
+            found.setdefault(loose[near_miss_key(name)], []).append(name)
+    return found
+
+
+def near_miss_advice(wanted: str, candidates: list[str]) -> str:
+    """What to rename, for a missing file with near-miss candidates."""
+    if len(candidates) == 1:
+        return f"rename {candidates[0]} to {wanted} (the grader looks for that exact name)"
+    return (
+        f"{', '.join(candidates)} are all named like {wanted}: keep the right one and rename "
+        f"it to {wanted}"
+    )
+
+
+def _take_near_misses(
+    candidates: dict[str, list[_Entry]],
+    near: dict[str, list[_Entry]],
+    found: _Found,
+    describe: Callable[[_Entry], str],
+) -> None:
+    """Grade a lone near miss in place of a missing file, with a note; never guess among many."""
+    for wanted, entries in sorted(near.items()):
+        if wanted in candidates:
+            continue
+        shown = sorted(describe(entry) for entry in entries)
+        if len(entries) == 1:
+            candidates[wanted] = entries
+            found.notes.append(
+                f"{wanted} is missing, so {shown[0]} was graded in its place; "
+                f"{near_miss_advice(wanted, shown)} before you submit."
+            )
+        else:
+            found.unresolved[wanted] = (
+                f"{wanted} is missing, and none of {', '.join(shown)} was graded in its place; "
+                f"{near_miss_advice(wanted, shown)}."
+            )
+            found.notes.append(found.unresolved[wanted])
 
 
 def _is_notebook(name: str, notebook: str | None) -> bool:
@@ -287,10 +481,7 @@ def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
             f"{path.name} is {info.st_size >> 20} MiB (limit {MAX_ARCHIVE_BYTES >> 20} MiB); zip "
             "only your assignment files."
         )
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise SubmissionError(f"{path.name} is not a readable zip file ({error}).") from error
+    archive = _open_zip(path, found)
     with archive:
         members = archive.infolist()
         if len(members) > MAX_ARCHIVE_MEMBERS:
@@ -299,6 +490,8 @@ def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
                 "zip only your assignment files."
             )
         candidates: dict[str, list[zipfile.ZipInfo]] = {}
+        near: dict[str, list[zipfile.ZipInfo]] = {}
+        loose = {near_miss_key(name): name for name in wanted}
         for member in members:
             if member.is_dir():
                 continue
@@ -315,6 +508,9 @@ def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
             base = parts[-1]
             if base in wanted or _is_notebook(base, notebook):
                 candidates.setdefault(base, []).append(member)
+            elif near_miss_key(base) in loose:
+                near.setdefault(loose[near_miss_key(base)], []).append(member)
+        _take_near_misses(candidates, near, found, lambda member: member.filename)
         _choose_notebook(candidates, notebook, found)
         for base, options in candidates.items():
             options.sort(key=lambda m: (m.filename.count("/"), m.filename))
@@ -340,3 +536,55 @@ def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
             else:
                 found.sources[base] = data
     return found
+
+
+def _open_zip(path: Path, found: _Found) -> zipfile.ZipFile:
+    """Open the archive; entries whose names claim UTF-8 but are not are kept, renamed, noted."""
+    try:
+        data = _read_capped_file(path, MAX_ARCHIVE_BYTES)
+        try:
+            return zipfile.ZipFile(io.BytesIO(data))
+        except UnicodeDecodeError:
+            data, bad_names = _clear_false_utf8_flags(data)
+            found.notes.append(_bad_names_note(bad_names))
+            return zipfile.ZipFile(io.BytesIO(data))
+    except SubmissionError:
+        raise
+    except Exception as error:  # zipfile raises many kinds for a damaged archive
+        raise SubmissionError(
+            f"{path.name} is not a readable zip file ({type(error).__name__}); zip your files "
+            "again (python -m grader submit writes one)."
+        ) from error
+
+
+def _clear_false_utf8_flags(data: bytes) -> tuple[bytes, list[str]]:
+    """Clear the UTF-8 flag of central-directory entries whose names are not UTF-8.
+
+    zipfile then reads those names as cp437, which never fails: such an entry no longer
+    matches any wanted name, instead of making the whole archive unreadable.
+    """
+    patched = bytearray(data)
+    bad_names: list[str] = []
+    position = patched.find(_CENTRAL_HEADER)
+    while position >= 0 and position + _CENTRAL_HEADER_SIZE <= len(patched):
+        (flags,) = struct.unpack_from("<H", patched, position + 8)
+        (name_length,) = struct.unpack_from("<H", patched, position + 28)
+        start = position + _CENTRAL_HEADER_SIZE
+        name = bytes(patched[start : start + name_length])
+        if flags & _UTF8_FLAG:
+            try:
+                name.decode("utf-8")
+            except UnicodeDecodeError:
+                struct.pack_into("<H", patched, position + 8, flags & ~_UTF8_FLAG)
+                bad_names.append(name.decode("utf-8", "backslashreplace"))
+        position = patched.find(_CENTRAL_HEADER, position + 4)
+    return bytes(patched), bad_names
+
+
+def _bad_names_note(names: list[str]) -> str:
+    shown = ", ".join(repr(name[:80]) for name in names[:3])
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return (
+        f"Ignored the archive entries {shown}{more}: their names are not valid UTF-8 although "
+        "the archive says they are; rename them and zip again if they are assignment files."
+    )

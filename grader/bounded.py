@@ -1,0 +1,161 @@
+"""Run trusted-side work on student bytes (decoding, compiling, parsing) with bounds.
+
+CPython's compiler and parser hold the GIL for as long as they like (one 1 MiB f-string took
+minutes) and allocate as they like, so no timeout inside the grading process can stop them.
+Each call therefore runs in a forked child with an address-space and CPU-time limit, read
+back with a wall-clock deadline per task and killed when it passes. The child only runs the
+given functions (never student code) and sends back JSON, so nothing it returns is
+unpickled. Tasks share one child; after a task that times out or kills the child, the
+remaining tasks go on in a fresh one, so a task costs only itself.
+
+Where `os.fork` does not exist (Windows, where only `check` and `submit` run, on the
+student's own files), the tasks run inline, unbounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import struct
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+if sys.platform != "win32":
+    import resource
+
+# Address space a child may add to what it inherited from the forking process.
+DEFAULT_MEMORY_BYTES = 1 << 30
+MAX_RESULT_BYTES = 64 << 20
+_LENGTH = struct.Struct("!Q")
+_CHILD_FAILED = 70
+
+TIMEOUT = "timeout"
+OUT_OF_MEMORY = "memory"
+CRASHED = "crashed"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one task returned (a JSON value), or why it returned nothing."""
+
+    value: Any = None
+    # "", TIMEOUT, OUT_OF_MEMORY or CRASHED.
+    failure: str = ""
+
+
+def run_bounded(
+    tasks: Sequence[Callable[[], Any]],
+    *,
+    seconds: float,
+    memory_bytes: int = DEFAULT_MEMORY_BYTES,
+) -> list[Outcome]:
+    """Run each task (returning a JSON value) in a limited child, `seconds` of wall time each."""
+    if not hasattr(os, "fork"):
+        return [Outcome(value=task()) for task in tasks]
+    outcomes: list[Outcome] = []
+    while len(outcomes) < len(tasks):
+        outcomes.extend(_run_in_child(tasks[len(outcomes) :], seconds, memory_bytes))
+    return outcomes
+
+
+def _run_in_child(
+    tasks: Sequence[Callable[[], Any]], seconds: float, memory_bytes: int
+) -> list[Outcome]:
+    """Outcomes of a prefix of `tasks`: all of them, or up to and including the one that failed."""
+    read_fd, write_fd = os.pipe()
+    cpu_seconds = int(seconds * len(tasks)) + 1
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's coverage is not collected
+        os.close(read_fd)
+        _child_main(tasks, write_fd, memory_bytes, cpu_seconds)
+    os.close(write_fd)
+    outcomes: list[Outcome] = []
+    buffer = b""
+    deadline = time.monotonic() + seconds
+    failure = ""
+    try:
+        while len(outcomes) < len(tasks):
+            while len(buffer) >= _LENGTH.size:
+                (length,) = _LENGTH.unpack_from(buffer)
+                if length > MAX_RESULT_BYTES or len(buffer) < _LENGTH.size + length:
+                    break
+                frame = buffer[_LENGTH.size : _LENGTH.size + length]
+                buffer = buffer[_LENGTH.size + length :]
+                outcomes.append(_decode(frame))
+                deadline = time.monotonic() + seconds
+            if len(outcomes) == len(tasks):
+                break
+            remaining = deadline - time.monotonic()
+            ready, _, _ = select.select([read_fd], [], [], max(remaining, 0.0))
+            if not ready:
+                failure = TIMEOUT
+                break
+            chunk = os.read(read_fd, 1 << 20)
+            if not chunk or len(buffer) > MAX_RESULT_BYTES:
+                failure = CRASHED
+                break
+            buffer += chunk
+    finally:
+        os.close(read_fd)
+        if failure:
+            _kill(pid)
+        _, status = os.waitpid(pid, 0)
+    if failure:
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+            failure = TIMEOUT
+        outcomes.append(Outcome(failure=failure))
+    return outcomes
+
+
+def _decode(frame: bytes) -> Outcome:
+    message = json.loads(frame)
+    if message.get("memory"):
+        return Outcome(failure=OUT_OF_MEMORY)
+    return Outcome(value=message.get("value"))
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _child_main(
+    tasks: Sequence[Callable[[], Any]], write_fd: int, memory_bytes: int, cpu_seconds: int
+) -> None:  # pragma: no cover - runs in the forked child
+    """Set the limits, run the tasks in order, send each result; never return."""
+    status = _CHILD_FAILED
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+        inherited = _address_space()
+        if inherited:
+            limit = inherited + memory_bytes
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        for task in tasks:
+            try:
+                message: dict[str, Any] = {"value": task()}
+            except MemoryError:
+                message = {"memory": True}
+            frame = json.dumps(message).encode()
+            frame = _LENGTH.pack(len(frame)) + frame
+            while frame:
+                frame = frame[os.write(write_fd, frame) :]
+        status = 0
+    finally:
+        os._exit(status)
+
+
+def _address_space() -> int:
+    """This process's virtual size in bytes (what RLIMIT_AS counts), 0 where unknown (macOS)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
