@@ -7,6 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.course import (
+    PACKAGE_ROOT,
+    AssignmentChoiceNeeded,
+    assignments_dir,
+    enclosing_assignment,
+    guess_from_files,
+)
 from grader.errors import ConfigError
 from grader.hints import Hint
 
@@ -15,9 +22,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10 (Gradescope's Ubuntu 22.04 image)
     import tomli as tomllib
 
-# The course root holds grader/, assignments/ and (for staff) solutions/.
-COURSE_ROOT = Path(__file__).resolve().parent.parent
-ASSIGNMENTS_DIR = COURSE_ROOT / "assignments"
+# The folder holding the grader package, which child processes import it from. In a checkout
+# it is also the course root; where the assignments are is `grader.course.find_course_root`'s.
+COURSE_ROOT = PACKAGE_ROOT
 GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 
@@ -81,18 +88,22 @@ class Assignment:
         return ", ".join(part.id for part in self.parts)
 
 
-def available_assignments(root: Path = ASSIGNMENTS_DIR) -> list[str]:
-    return sorted(p.parent.name for p in root.glob("*/assignment.toml"))
+def available_assignments(root: Path | None = None) -> list[str]:
+    """The assignment ids under `root` (default: the course's assignments/ folder)."""
+    folder = root or assignments_dir()
+    return sorted(p.parent.name for p in folder.glob("*/assignment.toml"))
 
 
-def load_assignment(name: str | None, *, root: Path = ASSIGNMENTS_DIR) -> Assignment:
+def load_assignment(name: str | None, *, root: Path | None = None) -> Assignment:
     """Load the named assignment, or the only one when `name` is None."""
+    root = root or assignments_dir()
     names = available_assignments(root)
     if name is None:
-        if len(names) != 1:
+        if len(names) > 1:
+            raise AssignmentChoiceNeeded(root, names)
+        if not names:
             raise ConfigError(
-                f"{len(names)} assignments found under {root} ({', '.join(names) or 'none'}); "
-                "choose one with -a/--assignment."
+                f"no assignment found under {root}; create one: python -m grader new NAME"
             )
         name = names[0]
     if name not in names:
@@ -100,6 +111,35 @@ def load_assignment(name: str | None, *, root: Path = ASSIGNMENTS_DIR) -> Assign
             f"no assignment {name!r} under {root}; available: {', '.join(names) or 'none'}."
         )
     return parse_manifest(root / name / "assignment.toml")
+
+
+def choose_assignment(
+    name: str | None, submission: Path | None = None, *, root: Path | None = None
+) -> tuple[Assignment, str]:
+    """The named assignment, else the only one, else the one `submission` is in or holds.
+
+    Returns the assignment and, when it was inferred among several, a note saying why.
+    """
+    root = root or assignments_dir()
+    names = available_assignments(root)
+    if name is not None or len(names) <= 1 or submission is None:
+        return load_assignment(name, root=root), ""
+    inside = enclosing_assignment(submission, names)
+    if inside is not None:
+        return load_assignment(inside, root=root), f"{inside}: {submission} is inside its folder"
+    manifests = {}
+    for candidate in names:
+        assignment = load_assignment(candidate, root=root)
+        manifests[candidate] = (
+            *assignment.files,
+            *([assignment.notebook] if assignment.notebook else []),
+        )
+    guessed = guess_from_files(submission, manifests)
+    if guessed is None:
+        raise AssignmentChoiceNeeded(root, names)
+    return load_assignment(guessed, root=root), (
+        f"{guessed}: {submission} holds its files and no other assignment's"
+    )
 
 
 def parse_manifest(path: Path) -> Assignment:

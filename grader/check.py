@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grader.assignment import COURSE_ROOT, Assignment, available_assignments, load_assignment
+from grader.assignment import COURSE_ROOT, Assignment, available_assignments, choose_assignment
 from grader.errors import ConfigError, SubmissionError
 from grader.submission import PreparedSubmission, prepare_submission
 
@@ -154,14 +154,17 @@ class CheckResult:
 
 
 def resolve_assignment(name: str | None, directory: Path) -> Assignment:
-    """The named assignment; else the only one; else the one whose folder `directory` is in."""
-    if name is not None or len(available_assignments()) == 1:
-        return load_assignment(name)
-    start = directory.resolve()
-    for folder in (start, *start.parents):
-        if (folder / "assignment.toml").is_file() and folder.name in available_assignments():
-            return load_assignment(folder.name)
-    return load_assignment(None)  # raises, listing the assignments to choose from
+    """The named assignment; else the only one; else the one `directory` is in or holds."""
+    return choose_assignment(name, directory)[0]
+
+
+def again_command(assignment_id: str) -> str:
+    """The command to run the public tests again, with -a when the course has several."""
+    try:
+        several = len(available_assignments()) > 1
+    except ConfigError:
+        several = False
+    return "python -m grader check" + (f" -a {assignment_id}" if several else "")
 
 
 def locate_student_folder(directory: Path, assignment: Assignment) -> Path:
@@ -224,7 +227,9 @@ def _explain_unrunnable(
         return test
     part = assignment.part(test.part)
     if prepared.sources.get(part.id) == "missing":
-        message = f"{part.file} is missing from {student_dir}; every part needs its file."
+        message = prepared.problems.get(part.id) or (
+            f"{part.file} is missing from {student_dir}; every part needs its file."
+        )
         return replace(test, outcome="error", message=message, hint="")
     if part.id in prepared.problems:
         return replace(test, outcome="error", message=prepared.problems[part.id], hint="")
@@ -521,7 +526,8 @@ def print_check(result: CheckResult, console: Console, *, details: bool = True) 
         console.print(
             Text.assemble(
                 (f"{len(failing)} of {len(counted)} public tests not passing. ", "bold red"),
-                "Fix the first problem of each part, then run `python -m grader check` again.",
+                "Fix the first problem of each part, then run "
+                f"`{again_command(result.assignment)}` again.",
             )
         )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from enum import IntEnum
@@ -16,7 +17,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from grader.assignment import load_assignment
+from grader.assignment import choose_assignment
+from grader.course import COURSE_ENV, AssignmentChoiceNeeded
 from grader.errors import ConfigError, GraderError, SubmissionError, UsageError
 
 
@@ -54,7 +56,15 @@ def _workers(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m grader", description="Autograder for PyTorch assignments.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the grader does")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    course = _Parser(add_help=False)
+    course.add_argument(
+        "--course",
+        type=Path,
+        help=f"the folder holding assignments/ (default: {COURSE_ENV}, else the nearest "
+        "one at or above the working folder)",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = _WithCourse(subparsers, course)
 
     grade = commands.add_parser("grade", help="grade one submission with the hidden tests")
     grade.add_argument("submission", type=Path, help="a folder, a .zip, or a notebook")
@@ -115,7 +125,36 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--address", help="Ray cluster address (default: start a local instance)")
     batch.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     batch.add_argument("--seed", type=_seed, help="the seed for every submission")
+
+    validate = commands.add_parser(
+        "validate", help="check an assignment (reference, stubs, tests, fixtures, kit, notebook)"
+    )
+    validate.add_argument("-a", "--assignment", help="assignment id (default: every one)")
+    validate.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"))
+
+    new = commands.add_parser("new", help="scaffold a new assignment that passes validate")
+    new.add_argument("name", help="the assignment id: lower case letters, digits and _")
+    new.add_argument("--title", help="a one-line title (default: the name)")
     return parser
+
+
+class _WithCourse:
+    """Adds every subcommand with the shared --course option."""
+
+    def __init__(self, subparsers: argparse._SubParsersAction[_Parser], course: _Parser) -> None:
+        self.subparsers = subparsers
+        self.course = course
+
+    def add_parser(self, name: str, *, help: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = self.subparsers.add_parser(
+            name, help=help, parents=[self.course]
+        )
+        return parser
+
+
+def _note(note: str) -> None:
+    if note:
+        print(f"note: assignment {note} (-a chooses another).", file=sys.stderr)
 
 
 def _run_grade(args: argparse.Namespace, console: Console) -> ExitCode:
@@ -123,7 +162,8 @@ def _run_grade(args: argparse.Namespace, console: Console) -> ExitCode:
     from grader.sandbox import protections_notice
     from grader.table import print_result
 
-    assignment = load_assignment(args.assignment)
+    assignment, note = choose_assignment(args.assignment, args.submission)
+    _note(note)
     result = grade_command(
         args.submission,
         assignment,
@@ -174,7 +214,9 @@ def _run_build(args: argparse.Namespace, console: Console) -> ExitCode:
 def _run_check(args: argparse.Namespace, console: Console) -> ExitCode:
     from grader.check import check_command, print_check, print_check_json
 
-    result = check_command(args.directory, args.assignment)
+    assignment, note = choose_assignment(args.assignment, args.directory)
+    _note(note)
+    result = check_command(args.directory, assignment.id)
     if args.json:
         print_check_json(result)
     else:
@@ -192,7 +234,10 @@ def _run_submit(args: argparse.Namespace, console: Console) -> ExitCode:
 def _run_batch(args: argparse.Namespace, console: Console) -> ExitCode:
     from grader.batch import BatchOptions, default_out_dir, run_batch
 
-    assignment = load_assignment(args.assignment)
+    assignment, note = choose_assignment(args.assignment, args.directory)
+    _note(note)
+    # Workers look the assignment up again: they must find the same course.
+    os.environ.setdefault(COURSE_ENV, str(assignment.directory.parent.parent))
     out_dir = args.out or default_out_dir(args.directory)
     options = BatchOptions(
         root=args.directory,
@@ -213,6 +258,46 @@ def _run_batch(args: argparse.Namespace, console: Console) -> ExitCode:
     return ExitCode.FAILED if outcome.failed else ExitCode.OK
 
 
+def _run_validate(args: argparse.Namespace, console: Console) -> ExitCode:
+    from grader.assignment import available_assignments
+    from grader.validate import validate_assignment
+
+    names = [args.assignment] if args.assignment else available_assignments()
+    problems = 0
+    for name in names:
+        found = validate_assignment(name, device=args.device, say=print)
+        problems += len(found)
+        verdict = "ok" if not found else f"{len(found)} problem{'s' * (len(found) > 1)}"
+        console.print(f"{name}: {verdict}", markup=False)
+    return ExitCode.FAILED if problems else ExitCode.OK
+
+
+def _run_new(args: argparse.Namespace, console: Console) -> ExitCode:
+    from grader.course import find_course_root
+    from grader.scaffold import scaffold_assignment
+
+    try:
+        root = args.course.resolve() if args.course else find_course_root()
+    except ConfigError:
+        root = Path.cwd().resolve()  # the first assignment of a new course
+    created = scaffold_assignment(root, args.name, title=args.title)
+    for path in created:
+        console.print(f"created {path.relative_to(root)}", markup=False)
+    console.print(
+        f"next: python -m grader validate -a {args.name}  (docs/authoring.md explains each file)",
+        markup=False,
+    )
+    return ExitCode.OK
+
+
+def choice_commands(argv: Sequence[str], error: AssignmentChoiceNeeded) -> str:
+    """The command the user typed, once per assignment, with -a added."""
+    typed = shlex.join(argv)
+    return "\n".join(
+        f"  python -m grader {typed} -a {shlex.quote(choice)}" for choice in error.choices
+    )
+
+
 RUNNERS = {
     "grade": _run_grade,
     "batch": _run_batch,
@@ -220,13 +305,20 @@ RUNNERS = {
     "submit": _run_submit,
     "gradescope": _run_gradescope,
     "build": _run_build,
+    "validate": _run_validate,
+    "new": _run_new,
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     console = Console(highlight=False)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    saved_course = os.environ.get(COURSE_ENV)
     try:
         args = build_parser().parse_args(argv)
+        if args.course is not None and args.command != "new":
+            # Through the environment, so worker processes find the same course.
+            os.environ[COURSE_ENV] = str(args.course.resolve())
         logging.basicConfig(
             level=logging.DEBUG if args.verbose else logging.WARNING,
             format="%(levelname)s %(name)s: %(message)s",
@@ -234,6 +326,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(RUNNERS[args.command](args, console))
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
+        return ExitCode.USAGE
+    except AssignmentChoiceNeeded as error:
+        print(
+            f"error: {len(error.choices)} assignments in {error.root}; say which with -a:\n"
+            + choice_commands(argv, error),
+            file=sys.stderr,
+        )
         return ExitCode.USAGE
     except ConfigError as error:
         print(f"configuration error: {error}", file=sys.stderr)
@@ -244,3 +343,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GraderError as error:
         print(f"error: {error}", file=sys.stderr)
         return ExitCode.FAILED
+    finally:
+        # main() may be called in-process (tests, scripts): leave the environment as found.
+        if saved_course is None:
+            os.environ.pop(COURSE_ENV, None)
+        else:
+            os.environ[COURSE_ENV] = saved_course

@@ -23,6 +23,8 @@ from typing import IO, Any
 
 import pytest
 
+# The fixtures and marker public tests use, so an assignment needs no conftest.py for them.
+pytest_plugins = ("grader.public_plugin",)
 REPORT_KEY = pytest.StashKey["PublicReport"]()
 OUTCOME_KEY = pytest.StashKey[dict[str, str]]()
 DURATION_KEY = pytest.StashKey[float]()
