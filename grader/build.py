@@ -22,7 +22,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.assignment import COURSE_ROOT, Assignment, load_assignment
+from grader.assignment import Assignment, load_assignment
+from grader.course import PACKAGE_ROOT, find_course_root
 from grader.errors import ConfigError
 from grader.submission import JUNK_DIRS
 
@@ -78,11 +79,28 @@ def _tree(folder: Path, course_root: Path) -> list[Entry]:
 
 
 def _packaging(course_root: Path) -> list[Entry]:
+    """The packaging files, from the course root, else from where the grader was installed."""
     return [
-        Entry(name, course_root / name)
+        Entry(name, folder / name)
         for name in PACKAGING_FILES
-        if (course_root / name).is_file()
+        for folder in [_first_with(name, course_root, PACKAGE_ROOT)]
+        if (folder / name).is_file()
     ]
+
+
+def _first_with(name: str, *folders: Path) -> Path:
+    """The first of `folders` holding `name` (the last one when none does)."""
+    return next((folder for folder in folders if (folder / name).exists()), folders[-1])
+
+
+def _grader_tree() -> list[Entry]:
+    """The grader package, wherever it is installed, stored as grader/..."""
+    return _tree(PACKAGE_ROOT / "grader", PACKAGE_ROOT)
+
+
+def course_of(assignment: Assignment) -> Path:
+    """The course root an assignment lives in (assignments/<id>/ under it)."""
+    return assignment.directory.parent.parent
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -113,29 +131,31 @@ def write_zip(path: Path, entries: Iterable[Entry], *, prefix: str = "") -> Buil
     return Built(path, tuple(names), path.stat().st_size)
 
 
-def autograder_entries(assignment: Assignment, course_root: Path = COURSE_ROOT) -> list[Entry]:
+def autograder_entries(assignment: Assignment, course_root: Path | None = None) -> list[Entry]:
     """setup.sh and run_autograder at the root, then everything Gradescope must install."""
+    course_root = course_root or course_of(assignment)
     if not _inside(assignment.solutions_dir, course_root):
         raise ConfigError(
             f"{assignment.id}: solutions folder {assignment.solutions_dir} is outside "
             f"{course_root}; keep it under the course root so the autograder can ship it."
         )
-    docker = course_root / "docker"
+    docker = _first_with("docker", course_root, PACKAGE_ROOT) / "docker"
     return [
         Entry("setup.sh", docker / "setup.sh", executable=True),
         Entry("run_autograder", docker / "run_autograder", executable=True),
         *_packaging(course_root),
-        *_tree(course_root / "grader", course_root),
+        *_grader_tree(),
         *_tree(assignment.directory, course_root),
         *_tree(assignment.solutions_dir, course_root),
     ]
 
 
-def starter_entries(assignment: Assignment, course_root: Path = COURSE_ROOT) -> list[Entry]:
+def starter_entries(assignment: Assignment, course_root: Path | None = None) -> list[Entry]:
     """The public part: grader/, the assignment folder, packaging, the student README on top."""
+    course_root = course_root or course_of(assignment)
     entries = [
         *[entry for entry in _packaging(course_root) if entry.name != "README.md"],
-        *_tree(course_root / "grader", course_root),
+        *_grader_tree(),
         *_tree(assignment.directory, course_root),
     ]
     readme = assignment.directory / "README.md"
@@ -227,21 +247,20 @@ def find_leaks(entries: Iterable[Entry], private: Path) -> list[str]:
 
 
 def build_autograder(
-    assignment_name: str | None, *, output: Path | None = None, course_root: Path = COURSE_ROOT
+    assignment_name: str | None, *, output: Path | None = None, course_root: Path | None = None
 ) -> Built:
     """The zip to upload on Gradescope's "Configure Autograder" page."""
+    course_root = course_root or find_course_root()
     assignment = load_assignment(assignment_name, root=course_root / "assignments")
     target = output or Path("dist") / f"{assignment.id}_autograder.zip"
     return write_zip(target, autograder_entries(assignment, course_root))
 
 
-def build_starter(
-    assignment_name: str | None, *, output: Path | None = None, course_root: Path = COURSE_ROOT
-) -> Built:
-    """The students' kit, in one top folder; refuses to write it if anything private leaks."""
-    assignment = load_assignment(assignment_name, root=course_root / "assignments")
+def starter_leaks(assignment: Assignment, course_root: Path | None = None) -> list[str]:
+    """What the starter kit would carry of the private solutions, one line each."""
+    course_root = course_root or course_of(assignment)
     entries = starter_entries(assignment, course_root)
-    leaks = [
+    return [
         *find_leaks(entries, course_root / "solutions"),
         *(
             find_leaks(entries, assignment.solutions_dir)
@@ -249,6 +268,15 @@ def build_starter(
             else []
         ),
     ]
+
+
+def build_starter(
+    assignment_name: str | None, *, output: Path | None = None, course_root: Path | None = None
+) -> Built:
+    """The students' kit, in one top folder; refuses to write it if anything private leaks."""
+    course_root = course_root or find_course_root()
+    assignment = load_assignment(assignment_name, root=course_root / "assignments")
+    leaks = starter_leaks(assignment, course_root)
     if leaks:
         raise ConfigError(
             "the starter kit would leak private material, so it was not written:\n  "
@@ -256,4 +284,4 @@ def build_starter(
             + "\nMove these out of grader/ and assignments/, or rewrite them."
         )
     target = output or Path("dist") / f"{assignment.id}_starter.zip"
-    return write_zip(target, entries, prefix=f"{assignment.id}/")
+    return write_zip(target, starter_entries(assignment, course_root), prefix=f"{assignment.id}/")
