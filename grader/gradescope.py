@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from grader.results import GradingResult, TestResult
+from grader.safetext import cap_text, clean_text, fit_texts
 
 # Gradescope cuts a test's output at 100,000 characters; stay well inside it.
 MAX_TEST_OUTPUT = 20_000
 MAX_TOP_OUTPUT = 50_000
+# All tests' outputs together: results.json stays small whatever the number of tests.
+MAX_TOTAL_TEST_OUTPUT = 1_000_000
 # Everything we write is plain text, and student-provided text must never be rendered as HTML
 # or Markdown, so every output and name is declared "text" (Gradescope's formats: text, html,
 # simple_format, md, ansi).
@@ -20,19 +23,13 @@ GRADER_ERROR_TEXT = (
 )
 
 
-def _cap(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[: limit - 60] + f"\n[... {len(text) - limit + 60} characters cut ...]"
-
-
 def _test_output(test: TestResult) -> str:
     lines = [test.message] if test.message else []
     if test.outcome == "timeout":
         lines.insert(0, "Timed out.")
     if test.output:
         lines.append(test.output)
-    return _cap("\n\n".join(lines), MAX_TEST_OUTPUT)
+    return cap_text("\n\n".join(lines), MAX_TEST_OUTPUT)
 
 
 def _top_output(result: GradingResult) -> str:
@@ -52,7 +49,7 @@ def _top_output(result: GradingResult) -> str:
         lines.append(
             f"{skipped} test(s) were skipped (they need a GPU; graded on {result.device})."
         )
-    return _cap("\n".join(lines), MAX_TOP_OUTPUT)
+    return cap_text("\n".join(lines), MAX_TOP_OUTPUT)
 
 
 def _grader_error_test() -> dict[str, Any]:
@@ -89,6 +86,9 @@ def results_dict(result: GradingResult) -> dict[str, Any]:
                 "tags": [test.part],
             }
         )
+    outputs = fit_texts([test["output"] for test in tests], MAX_TOTAL_TEST_OUTPUT)
+    for entry, output in zip(tests, outputs, strict=True):
+        entry["output"] = output
     if result.grader_error:
         tests.append(_grader_error_test())
     return {
@@ -118,5 +118,5 @@ def failure_results_dict(detail: str) -> dict[str, Any]:
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": [_grader_error_test()],
-        "extra_data": {"grader_error": _cap(detail, MAX_TOP_OUTPUT)},
+        "extra_data": {"grader_error": clean_text(detail, MAX_TOP_OUTPUT)},
     }

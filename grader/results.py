@@ -5,7 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from grader.safetext import clean_name, clean_text
+
 Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]
+
+# Bounds on the text a result holds (characters). Much of it is student-chosen (messages
+# quoting returned values, printed output, file names), so it is cleaned and capped here,
+# where it enters, and no writer downstream can be made slow or unable to encode it.
+MAX_MESSAGE_CHARS = 4096
+MAX_OUTPUT_CHARS = 8192
+MAX_DETAIL_CHARS = 16384
+MAX_NAME_CHARS = 300
+MAX_NOTE_CHARS = 1000
+MAX_NOTES = 50
+
+
+def _clean(result: object, **limits: int) -> None:
+    """Clean and cap the named text fields of a frozen dataclass in place."""
+    for name, limit in limits.items():
+        object.__setattr__(result, name, clean_text(getattr(result, name), limit))
 
 
 @dataclass(frozen=True)
@@ -30,6 +48,15 @@ class TestResult:
     score: float = 0.0
     max_score: float = 0.0
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", clean_name(self.name, MAX_NAME_CHARS))
+        _clean(
+            self,
+            message=MAX_MESSAGE_CHARS,
+            detail=MAX_DETAIL_CHARS,
+            output=MAX_OUTPUT_CHARS,
+        )
+
 
 @dataclass(frozen=True)
 class PartResult:
@@ -41,12 +68,23 @@ class PartResult:
     source: str = "file"
     problem: str = ""
 
+    def __post_init__(self) -> None:
+        _clean(self, problem=MAX_MESSAGE_CHARS)
+
 
 @dataclass(frozen=True)
 class SubmissionInfo:
     sha256: str
     files: tuple[str, ...]
     notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        files = tuple(clean_name(name, MAX_NAME_CHARS) for name in self.files)
+        notes = tuple(clean_text(note, MAX_NOTE_CHARS) for note in self.notes[:MAX_NOTES])
+        if len(self.notes) > MAX_NOTES:
+            notes += (f"[... {len(self.notes) - MAX_NOTES} more notes cut ...]",)
+        object.__setattr__(self, "files", files)
+        object.__setattr__(self, "notes", notes)
 
 
 @dataclass(frozen=True)
@@ -63,3 +101,6 @@ class GradingResult:
     environment: dict[str, Any] = field(default_factory=dict)
     # Set when the grader itself failed; the scores are then whatever could be salvaged.
     grader_error: str = ""
+
+    def __post_init__(self) -> None:
+        _clean(self, grader_error=MAX_DETAIL_CHARS)

@@ -19,6 +19,7 @@ from rich.text import Text
 
 from grader.assignment import Assignment
 from grader.atomic import write_json_atomic, write_text_atomic
+from grader.safetext import clean_name
 
 if TYPE_CHECKING:
     from grader.batch import BatchItem
@@ -114,10 +115,12 @@ def summarize(
         for test in report.get("tests", []):
             if test.get("outcome") not in FAILED_OUTCOMES:
                 continue
-            key = (str(test.get("part", "")), str(test.get("name", "")))
+            key = (clean_name(test.get("part", "")), clean_name(test.get("name", "")))
             failures[key] += 1
-            first_line = (str(test.get("message") or "").strip().splitlines() or [""])[0]
-            messages.setdefault(key, Counter())[first_line[:MESSAGE_CHARS]] += 1
+            # Messages quote student text: one clean, short line whatever the report holds.
+            head = str(test.get("message") or "")[: MESSAGE_CHARS * 4].strip()
+            first_line = (head.splitlines() or [""])[0]
+            messages.setdefault(key, Counter())[clean_name(first_line, MESSAGE_CHARS)] += 1
     order = {part.id: index for index, part in enumerate(assignment.parts)}
     ranked = sorted(failures.items(), key=lambda kv: (-kv[1], order.get(kv[0][0], 99), kv[0][1]))
     failed_tests = []

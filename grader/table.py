@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.results import GradingResult
+from grader.safetext import cap_text
 
 OUTCOME_STYLE = {
     "passed": "green",
@@ -16,6 +17,8 @@ OUTCOME_STYLE = {
     "skipped": "dim",
 }
 MAX_MESSAGE_LINES = 8
+# A line longer than this is shown cut: the report has it whole (within its own cap).
+MAX_LINE_CHARS = 400
 
 
 def print_result(result: GradingResult, console: Console, *, show_passed: bool = False) -> None:
@@ -52,14 +55,17 @@ def print_result(result: GradingResult, console: Console, *, show_passed: bool =
         )
         lines = test.message.splitlines()
         for line in lines[:MAX_MESSAGE_LINES]:
-            console.print(Text("    " + line))
+            console.print(Text("    " + cap_text(line, MAX_LINE_CHARS).replace("\n", " ")))
         if len(lines) > MAX_MESSAGE_LINES:
             console.print(
                 Text(f"    ... ({len(lines) - MAX_MESSAGE_LINES} more lines in the report)")
             )
     if result.grader_error:
         console.print(
-            Text("grader error: " + result.grader_error.splitlines()[0], style="bold red")
+            Text(
+                "grader error: " + cap_text(result.grader_error.splitlines()[0], MAX_LINE_CHARS),
+                style="bold red",
+            )
         )
     console.print(
         f"seed {result.seed} · device {result.device} · {result.duration_s:.1f} s",
