@@ -52,6 +52,8 @@ from rich.text import Text
 from grader.assignment import COURSE_ROOT, Assignment, load_assignment
 from grader.atomic import write_json_atomic, write_text_atomic
 from grader.errors import GraderError, SubmissionError, UsageError
+from grader.results import MAX_DETAIL_CHARS, MAX_NAME_CHARS
+from grader.safetext import clean_data, clean_name, entry_key, hashed_entry_key
 from grader.submission import JUNK_DIRS, prepare_submission
 
 if TYPE_CHECKING:
@@ -62,6 +64,9 @@ log = logging.getLogger(__name__)
 METADATA_FILE = "submission_metadata.yml"
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
 REPORT_NAME = "report.json"
+# Per-submission reports live in a folder of their own, so no submission's name can land on
+# the batch's own outputs (batch.json, gradebook.csv, summary.*) beside it.
+REPORTS_DIR = "reports"
 STATE_FILE = "batch.json"
 SCRATCH_PREFIX = "grader-batch-"
 EXECUTORS = ("local", "ray")
@@ -79,17 +84,25 @@ Report = dict[str, Any]
 
 @dataclass(frozen=True)
 class Submitter:
+    """A person named in Gradescope's metadata; every field is the student's own text."""
+
     name: str
     email: str = ""
     sid: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("name", "email", "sid"):
+            object.__setattr__(self, name, clean_name(getattr(self, name), MAX_NAME_CHARS))
 
 
 @dataclass(frozen=True)
 class BatchItem:
     """One submission under the batch folder."""
 
-    key: str  # unique; names the submission's folder in --out
-    path: Path
+    # Unique and stable: the entry's name where that is a safe file name (see `entry_key`);
+    # names the submission's folder under --out/reports.
+    key: str
+    path: Path  # as found, possibly with undecodable bytes (surrogateescape)
     submitters: tuple[Submitter, ...] = ()
 
     @property
@@ -298,32 +311,75 @@ def discover_submissions(
         raise UsageError(
             f"no submissions under {root}: expected one folder, .zip or .ipynb per student."
         )
-    stems: dict[str, int] = {}
-    for entry in entries:
-        stem = entry.stem if entry.is_file() else entry.name
-        stems[stem] = stems.get(stem, 0) + 1
+    keys = unique_keys([(entry.name, entry.is_file()) for entry in entries])
     items = []
-    for entry in entries:
+    for entry, key in zip(entries, keys, strict=True):
         stem = entry.stem if entry.is_file() else entry.name
-        key = stem if stems[stem] == 1 else entry.name
         submitters = people.get(entry.name) or people.get(stem) or ()
         items.append(BatchItem(key=key, path=entry, submitters=submitters))
     return items
+
+
+def unique_keys(entries: list[tuple[str, bool]]) -> list[str]:
+    """One key per (directory entry name, is a file): distinct, also when compared casefolded.
+
+    A file's key is its stem (`alice` for `alice.zip`), a folder's its name. Of the entries
+    whose keys collide, those on the simplest key move on: to their full names, then to their
+    names with a hash of their raw bytes (`hashed_entry_key`), until none collide. What is
+    still equal (names built to look like another's hashed key) gets a counter, in the order
+    of the raw names. So the same folder always gives the same keys, and no two submissions
+    ever share a report.
+    """
+    names = [name for name, _ in entries]
+    choices = [
+        (
+            entry_key(Path(name).stem if is_file else name),
+            entry_key(name),
+            hashed_entry_key(name),
+        )
+        for name, is_file in entries
+    ]
+    levels = [0] * len(entries)
+    while True:
+        groups: dict[str, list[int]] = {}
+        for index, level in enumerate(levels):
+            groups.setdefault(choices[index][level].casefold(), []).append(index)
+        colliding = []
+        for group in groups.values():
+            lowest = min(levels[index] for index in group)
+            if len(group) > 1 and lowest < 2:
+                # An entry already on its full name keeps it while a stem can move instead.
+                colliding += [index for index in group if levels[index] == lowest]
+        if not colliding:
+            break
+        for index in colliding:
+            levels[index] += 1
+    keys = [choices[index][level] for index, level in enumerate(levels)]
+    taken: set[str] = set()
+    for index in sorted(range(len(names)), key=lambda i: os.fsencode(names[i])):
+        key, count = keys[index], 1
+        while key.casefold() in taken:
+            count += 1
+            key = f"{keys[index]}~{count}"
+        keys[index] = key
+        taken.add(key.casefold())
+    return keys
 
 
 # -- resuming --------------------------------------------------------------------------------
 
 
 def report_path(out_dir: Path, item: BatchItem) -> Path:
-    return out_dir / item.key / REPORT_NAME
+    return out_dir / REPORTS_DIR / item.key / REPORT_NAME
 
 
 def read_report(path: Path) -> Report | None:
+    """A JSON object from disk, every string in it safe to write again; None if unreadable."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    return clean_data(data, MAX_DETAIL_CHARS) if isinstance(data, dict) else None
 
 
 def submission_fingerprint(path: Path, assignment: Assignment) -> str:
@@ -852,13 +908,18 @@ def _plan(
     todo = []
     for item in items:
         existing = None if options.force else read_report(report_path(out_dir, item))
-        if existing is not None and is_up_to_date(
-            existing,
-            assignment=assignment,
-            seed=seed,
-            device=options.device,
-            fingerprint=submission_fingerprint(item.path, assignment),
-        ):
+        try:
+            current = existing is not None and is_up_to_date(
+                existing,
+                assignment=assignment,
+                seed=seed,
+                device=options.device,
+                fingerprint=submission_fingerprint(item.path, assignment),
+            )
+        except Exception:  # whatever it is, grading it again will tell (and record it)
+            log.exception("could not check the report of %s; grading it again", item.key)
+            current = False
+        if current:
             reports[item.key] = existing
         else:
             todo.append(item)
@@ -904,7 +965,19 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
     task = progress.add_task("grading", total=len(todo))
 
     def on_done(item: BatchItem, report: Report) -> None:
-        write_json_atomic(report_path(out_dir, item), report)
+        try:
+            report = clean_data(report, MAX_DETAIL_CHARS)
+            write_json_atomic(report_path(out_dir, item), report)
+        except Exception as error:  # this submission's row says so; the batch goes on
+            log.exception("could not record the report of %s", item.key)
+            report = crashed_report(
+                assignment,
+                f"The grader could not record this submission's report: {_first_line(error)}",
+                seed=seed,
+                device=options.device,
+            )
+            with contextlib.suppress(Exception):
+                write_json_atomic(report_path(out_dir, item), report)
         reports[item.key] = report
         status = report_status(report)
         (outcome.failed if status == STATUS_GRADER_ERROR else outcome.graded).append(item.key)

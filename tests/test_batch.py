@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, part_scores, run_grader_cli
+from conftest import (
+    COURSE_ROOT,
+    PART_FILES,
+    SOLUTIONS_DIR,
+    copy_part_files,
+    notebook_with_part_code,
+    part_scores,
+    run_grader_cli,
+)
 
 from grader.assignment import load_assignment
 from grader.batch import (
@@ -38,7 +46,9 @@ from grader.batch import (
     gradebook_rows,
     is_up_to_date,
     read_gradescope_metadata,
+    report_path,
     report_status,
+    unique_keys,
 )
 from grader.errors import UsageError
 from grader.summary import summarize, summary_html
@@ -141,6 +151,39 @@ def test_discovers_folders_zips_and_notebooks_and_skips_the_rest(tmp_path: Path)
         ("bob.zip", "bob.zip"),
         ("carol", "carol.ipynb"),
     ]
+
+
+def test_names_sharing_a_stem_or_a_case_keep_apart_with_stable_keys(tmp_path: Path) -> None:
+    root = tmp_path / "class"
+    (root / "r").mkdir(parents=True)
+    names = [b"r.zip", b"r.zip.ipynb", b"Jos\xe9.zip", b"Jos\xe8.zip", b"Bob.zip", b"bob.zip"]
+    for name in names:
+        (root / os.fsdecode(name)).write_bytes(b"")
+    items = discover_submissions(root, ASSIGNMENT)
+    keys = [item.key for item in items]
+    assert len({key.casefold() for key in keys}) == len(keys) == 7, keys
+    by_name = {os.fsencode(item.path.name): item.key for item in items}
+    assert (by_name[b"r"], by_name[b"r.zip"], by_name[b"r.zip.ipynb"]) == (
+        "r",
+        "r.zip",
+        "r.zip.ipynb",
+    )
+    # Undecodable bytes become a readable key with a hash of the raw name.
+    assert by_name[b"Jos\xe9.zip"].startswith("Jos_~")
+    assert by_name[b"Jos\xe9.zip"] != by_name[b"Jos\xe8.zip"]
+    for key in keys:
+        key.encode("utf-8")  # no surrogates left
+        assert "/" not in key and not key.startswith(".")
+    # The same folder gives the same keys, in whatever order its entries are listed.
+    entries = [(item.path.name, item.path.is_file()) for item in items]
+    assert unique_keys(entries[::-1]) == keys[::-1]
+    assert [i.key for i in discover_submissions(root, ASSIGNMENT)] == keys
+
+
+def test_reports_live_apart_from_the_batchs_own_outputs(tmp_path: Path) -> None:
+    for name in ("batch.json", "gradebook.csv", "summary.json", "summary.html", ".logs"):
+        path = report_path(tmp_path, BatchItem(name, tmp_path / name))
+        assert path.parent.parent == tmp_path / "reports", path
 
 
 def test_refuses_a_folder_that_is_one_submission(reference_copy: Path) -> None:
@@ -300,7 +343,7 @@ def forger(out: Path, victim: str) -> str:
     fake = json.dumps({"score": 100.0, "parts": {}})
     return (
         "import pathlib\n"
-        f"for _target in ({str(out / victim / 'report.json')!r}, {str(out / 'gradebook.csv')!r}):\n"
+        f"for _target in ({str(report_file(out, victim))!r}, {str(out / 'gradebook.csv')!r}):\n"
         "    try:\n"
         "        pathlib.Path(_target).parent.mkdir(parents=True, exist_ok=True)\n"
         f"        pathlib.Path(_target).write_text({fake!r})\n"
@@ -448,6 +491,10 @@ def build_class(root: Path, out: Path) -> dict[str, Expectation]:
     return expected
 
 
+def report_file(out: Path, key: str) -> Path:
+    return out / "reports" / key / "report.json"
+
+
 def gradebook(out: Path) -> list[dict[str, str]]:
     return list(csv.DictReader((out / "gradebook.csv").read_text().splitlines()))
 
@@ -471,7 +518,7 @@ class ClassBatch:
     resumed: subprocess.CompletedProcess[str]
 
     def report(self, key: str) -> dict[str, Any]:
-        return json.loads((self.out / key / "report.json").read_text())
+        return json.loads(report_file(self.out, key).read_text())
 
 
 def worker_pids(coordinator: int) -> list[int]:
@@ -496,7 +543,7 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 240) -> 
 
 def reports_in(out: Path) -> dict[str, dict[str, Any]]:
     found = {}
-    for path in out.glob("*/report.json"):
+    for path in out.glob("reports/*/report.json"):
         found[path.parent.name] = json.loads(path.read_text())
     return found
 
@@ -539,7 +586,7 @@ def class_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassBatch
         after_kill = reports_in(out)
         crashed = {key for key, r in after_kill.items() if r["grader_error"]}
         graded_first = {
-            key: (out / key / "report.json").stat().st_mtime_ns
+            key: report_file(out, key).stat().st_mtime_ns
             for key in after_kill
             if key not in crashed
         }
@@ -555,7 +602,7 @@ def test_interrupted_batch_resumes_without_regrading(class_batch: ClassBatch) ->
     said = " ".join(class_batch.resumed.stdout.split())  # rich wraps lines
     assert f"{len(class_batch.graded_first)} already graded" in said
     for key, mtime in class_batch.graded_first.items():
-        assert (class_batch.out / key / "report.json").stat().st_mtime_ns == mtime, key
+        assert report_file(class_batch.out, key).stat().st_mtime_ns == mtime, key
     rows = gradebook(class_batch.out)
     assert sorted(row["submission"] for row in rows) == sorted(class_batch.expected)
     assert {row["status"] for row in rows} <= {STATUS_GRADED, STATUS_NO_FILES}
@@ -658,9 +705,126 @@ def test_ray_batch_gives_identical_scores(
     process = run_grader_cli(*batch_args(class_batch.root, out, "--executor", "ray"))
     assert process.returncode == 0, process.stdout + process.stderr
     for key in class_batch.expected:
-        in_ray = json.loads((out / key / "report.json").read_text())
+        in_ray = json.loads(report_file(out, key).read_text())
         assert part_scores(in_ray) == part_scores(class_batch.report(key)), key
     assert (out / "gradebook.csv").read_text() == (class_batch.out / "gradebook.csv").read_text()
+
+
+# -- names and messages that once broke a batch, end to end ----------------------------------
+
+GIANT_MESSAGE_ATTACK = COURSE_ROOT / "tests" / "hostile" / "giant-and-surrogate-messages"
+# report.json's bound: the tests' text in total (grader/report.py) plus the rest of the report.
+MAX_REPORT_BYTES = 1_500_000
+
+
+@dataclass
+class TrickyBatch:
+    out: Path
+    expected: dict[bytes, dict[str, float]]  # raw entry name -> part scores
+    first: subprocess.CompletedProcess[str]
+    rerun: subprocess.CompletedProcess[str]
+    mtimes: dict[str, int]
+
+
+def zip_of(path: Path, files: dict[str, str]) -> None:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+
+
+def only(*parts: str) -> dict[str, float]:
+    return {part: POINTS[part] if part in parts else 0.0 for part in PARTS}
+
+
+@pytest.fixture(scope="module")
+def tricky_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrickyBatch]:
+    """Entries whose keys once collided, a name that is not UTF-8, names of the batch's own
+    outputs, and messages with lone surrogates and 15 MB of text; graded, then run again."""
+    base = tmp_path_factory.mktemp("tricky")
+    root, out = base / "submissions", base / "grading-out"
+    root.mkdir()
+
+    def files(*parts: str) -> dict[str, str]:
+        return {FILE_OF[part]: reference(part) for part in parts}
+
+    expected: dict[bytes, dict[str, float]] = {}
+    copy_part_files(SOLUTIONS_DIR, root / "r")
+    expected[b"r"] = only(*PARTS)
+    zip_of(root / "r.zip", files("manual_backprop"))
+    expected[b"r.zip"] = only("manual_backprop")
+    notebook_with_part_code(
+        ASSIGNMENT_STUBS / "walkthrough.ipynb",
+        {"two_layer_net": reference("two_layer_net")},
+        root / "r.zip.ipynb",
+    )
+    expected[b"r.zip.ipynb"] = only("two_layer_net")
+    zip_of(root / os.fsdecode(b"Jos\xe9.zip"), files("custom_sigmoid"))
+    expected[b"Jos\xe9.zip"] = only("custom_sigmoid")
+    for name, part in (
+        ("gradebook.csv", "autograd_loop"),
+        ("batch.json", "dataloader_training"),
+        ("reports", "device_benchmark"),
+    ):
+        (root / name).mkdir()
+        for file_name, content in files(part).items():
+            (root / name / file_name).write_text(content)
+        expected[name.encode()] = only(part)
+    giant = copy_part_files(SOLUTIONS_DIR, root / "giant-message")
+    attack = (GIANT_MESSAGE_ATTACK / "device_benchmark.append.py").read_text()
+    with (giant / "device_benchmark.py").open("a") as handle:
+        handle.write("\n" + attack)
+    # pick_device and matmul_tflops fail; peak_tflops passes: 3 of 9 weighted points.
+    expected[b"giant-message"] = {**only(*PARTS), "device_benchmark": 10 * 3 / 9}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GRADER_TEST_TIMEOUT_S", TEST_TIMEOUT_S)
+        first = run_grader_cli(*batch_args(root, out))
+        mtimes = {p.parent.name: p.stat().st_mtime_ns for p in out.glob("reports/*/report.json")}
+        rerun = run_grader_cli(*batch_args(root, out))
+    yield TrickyBatch(out, expected, first, rerun, mtimes)
+
+
+@pytest.mark.slow
+def test_every_tricky_entry_gets_its_own_correct_row(tricky_batch: TrickyBatch) -> None:
+    assert tricky_batch.first.returncode == 0, tricky_batch.first.stderr[-3000:]
+    rows = {row["submission"]: row for row in gradebook(tricky_batch.out)}
+    assert len(rows) == len(tricky_batch.expected)
+    # The name that is not UTF-8 gets a readable key with a hash of its raw bytes.
+    keys = {name: name.decode() for name in tricky_batch.expected if name.isascii()}
+    keys[b"Jos\xe9.zip"] = next(key for key in rows if key.startswith("Jos_~"))
+    assert sorted(keys.values()) == sorted(rows)
+    for name, scores in tricky_batch.expected.items():
+        row = rows[keys[name]]
+        assert row["status"] == STATUS_GRADED, (name, row)
+        assert {p: float(row[p]) for p in PARTS} == pytest.approx(scores, abs=1e-4), name
+        report = json.loads(report_file(tricky_batch.out, keys[name]).read_text())
+        assert part_scores(report) == pytest.approx(scores, abs=1e-4), name
+    summary = json.loads((tricky_batch.out / "summary.json").read_text())
+    assert summary["counted"] == len(rows) and summary["grader_errors"] == 0
+    assert json.loads((tricky_batch.out / "batch.json").read_text())["seed"] == SEED
+
+
+@pytest.mark.slow
+def test_giant_and_surrogate_messages_are_cleaned_and_capped(tricky_batch: TrickyBatch) -> None:
+    path = report_file(tricky_batch.out, "giant-message")
+    assert path.stat().st_size < MAX_REPORT_BYTES
+    text = path.read_text(encoding="utf-8")  # no lone surrogate could be written
+    assert "\x1b" not in text and "\\u001b" not in text and "\u202e" not in text
+    tests = json.loads(text)["tests"]
+    picked = next(t for t in tests if t["name"].startswith("pick_device"))["message"]
+    assert len(picked) <= 4096 and "characters cut ...]" in picked
+    raised = next(t for t in tests if t["name"].startswith("matmul_tflops"))["message"]
+    assert "\ufffd lone surrogate" in raised
+    assert all(len(t["message"]) <= 4096 for t in tests)
+
+
+@pytest.mark.slow
+def test_a_rerun_of_the_tricky_batch_regrades_nothing(tricky_batch: TrickyBatch) -> None:
+    assert tricky_batch.rerun.returncode == 0, tricky_batch.rerun.stderr[-3000:]
+    said = " ".join(tricky_batch.rerun.stdout.split())
+    assert f"{len(tricky_batch.expected)} already graded" in said
+    assert len(tricky_batch.mtimes) == len(tricky_batch.expected)
+    for key, mtime in tricky_batch.mtimes.items():
+        assert report_file(tricky_batch.out, key).stat().st_mtime_ns == mtime, key
 
 
 def test_batch_command_reports_bad_arguments(tmp_path: Path) -> None:

@@ -3,11 +3,15 @@ _GIANT = "\ud800\x1b[2J\x1b]0;pwned\x07\r" + "A" * 15_000_000
 
 
 class _Device:  # its name is set below: feedback quotes it as it is
-    def __str__(self):
-        return _GIANT
+    """Giant the first time it is shown only, so the result stays inside the 16 MiB header cap."""
 
-    def __repr__(self):
-        return _GIANT
+    shown = 0
+
+    def __str__(self):
+        _Device.shown += 1
+        return _GIANT if _Device.shown == 1 else "cpu"
+
+    __repr__ = __str__
 
 
 # A class name cannot hold a lone surrogate, but escapes, bidi overrides and bulk it can.
