@@ -92,9 +92,8 @@ def run_batch(root: Path, out: Path, workers: int, device: str) -> tuple[Cost, f
     command = [sys.executable, "-m", "grader", "batch", str(root), "--out", str(out)]
     command += ["--workers", str(workers), "--seed", str(SEED), "--device", device, "--force"]
     cost = timed(command)
-    durations = [
-        float(json.loads(path.read_text())["duration_s"]) for path in out.glob("*/report.json")
-    ]
+    reports = out.glob("reports/*/report.json")
+    durations = [float(json.loads(path.read_text())["duration_s"]) for path in reports]
     return cost, statistics.fmean(durations)
 
 
