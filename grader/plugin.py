@@ -29,16 +29,21 @@ from grader.submission import PreparedSubmission
 
 MARKERS = (
     "points(n): the weight of this test inside its part",
-    "static_rule: a source rule whose points count only once a functional test passes",
+    "static_rule: a source rule whose points count only once a seeded comparison passes",
     "self_reported: a verdict computed on the student side (forgeable there), gated the same way",
     "visibility(level): Gradescope visibility overriding the manifest's",
     "cuda_only: skipped when grading on CPU",
 )
 PART_KEY = pytest.StashKey[Part]()
+# One entry per `compare` call of a test: whether its arguments held the test's hidden seed.
+SEEDED_COMPARES_KEY = pytest.StashKey[list[bool]]()
 # Tests whose verdict alone proves nothing: a source rule (a stub obeys it), or a verdict the
 # probe computed inside the sandbox, where student code can rewrite the probe. They count
-# only once a test that compares values with the reference passes in the same part.
+# only once a gate-opening test (see `opens_gate`) passes in the same part. Markers can only
+# add gating: whether a test opens the gate is decided from how it ran.
 GATED_MARKERS = ("static_rule", "self_reported")
+# How deep `compare`'s arguments are searched for the seed (lists of configs, dicts of them).
+SEED_SEARCH_DEPTH = 4
 # Hidden seeds are derived from the grading seed; public fixtures use seeds below this.
 HIDDEN_SEED_FLOOR = 10_000
 # After this many timeouts in one part, its remaining tests are not run (each would time out).
@@ -138,6 +143,33 @@ def hidden_seed(grading_seed: int, test_id: str) -> int:
     return HIDDEN_SEED_FLOOR + int.from_bytes(digest[:4], "big") % (2**31 - HIDDEN_SEED_FLOOR)
 
 
+def holds_seed(value: Any, seed: int, depth: int = SEED_SEARCH_DEPTH) -> bool:
+    """Whether `seed` is `value` or is inside it (lists, tuples, sets, dict keys and values)."""
+    if type(value) is int:
+        return value == seed
+    if depth <= 0:
+        return False
+    if isinstance(value, dict):
+        return any(holds_seed(v, seed, depth - 1) for v in (*value.keys(), *value.values()))
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(holds_seed(v, seed, depth - 1) for v in value)
+    return False
+
+
+def opens_gate(item: pytest.Item) -> bool:
+    """Whether `item` may open its part's gate, judged from how it ran.
+
+    Only a comparison with the reference on inputs drawn from the hidden seed proves work: a
+    test opens the gate when it called `compare`, every call passed the test's seed to the
+    probe, and no gating marker says its verdict is forgeable. A test that only used
+    `student`, or compared on constant inputs (a rewritten probe can return the constant
+    answer), stays gated whatever its markers say.
+    """
+    seeded = item.stash.get(SEEDED_COMPARES_KEY, [])
+    marked = any(item.get_closest_marker(name) for name in GATED_MARKERS)
+    return bool(seeded) and all(seeded) and not marked
+
+
 def display_name(item: pytest.Item) -> str:
     """The docstring's first line (what students read), plus the parameter id."""
     function = getattr(item, "function", None)
@@ -205,10 +237,14 @@ class GraderPlugin:
 
     @pytest.fixture
     def compare(self, request: pytest.FixtureRequest) -> Callable[..., tuple[Any, Any]]:
-        part = request.node.stash[PART_KEY]
+        node = request.node
+        part = node.stash[PART_KEY]
         session = self.session
+        test_seed = hidden_seed(session.seed, node.nodeid)
+        seeded_compares = node.stash.setdefault(SEEDED_COMPARES_KEY, [])
 
         def run(probe: Probe, /, **kwargs: Any) -> tuple[Any, Any]:
+            seeded_compares.append(holds_seed(kwargs, test_seed))
             job = session.start(part, probe, kwargs)
             try:
                 # The reference runs here while the student's child runs on the other core.
@@ -296,7 +332,7 @@ class GraderPlugin:
             visibility=(
                 str(visibility.args[0]) if visibility else self.session.assignment.hidden_visibility
             ),
-            gated=any(item.get_closest_marker(name) for name in GATED_MARKERS),
+            gated=not opens_gate(item),
             detail=detail,
             output=output,
         )

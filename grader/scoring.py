@@ -9,7 +9,8 @@ from grader.assignment import Assignment
 from grader.results import PartResult, TestResult
 
 GATED_NOTE = (
-    "(This check counts once a test of this part that compares values with the reference passes.)"
+    "(This check counts once a test of this part that compares your values with the "
+    "reference's on hidden inputs passes.)"
 )
 
 
@@ -22,8 +23,10 @@ def score_tests(
 ) -> tuple[tuple[PartResult, ...], tuple[TestResult, ...]]:
     """Share each part's points among its tests by weight; skipped tests carry no weight.
 
-    A static rule never earns points on its own: it counts only when a functional test of
-    the same part passed, so an untouched stub scores exactly 0.
+    A gated test (a source rule, a verdict the student side reports, or any test that did
+    not compare with the reference on seeded inputs; the plugin decides) never earns points
+    on its own: it counts only once an ungated test of the same part passed, so a stub, or a
+    submission that forges every verdict its own process reports, scores exactly 0.
     """
     by_part: dict[str, list[TestResult]] = {part.id: [] for part in assignment.parts}
     for test in tests:
@@ -32,7 +35,7 @@ def score_tests(
     scored: list[TestResult] = []
     for part in assignment.parts:
         part_tests = by_part[part.id]
-        functional_passed = any(t.outcome == "passed" and not t.gated for t in part_tests)
+        gate_open = any(t.outcome == "passed" and not t.gated for t in part_tests)
         total_weight = sum(t.weight for t in part_tests if t.outcome != "skipped")
         earned_weight = 0.0
         for test in part_tests:
@@ -40,7 +43,7 @@ def score_tests(
                 scored.append(dataclasses.replace(test, score=0.0, max_score=0.0))
                 continue
             max_score = round(part.points * test.weight / total_weight, 6)
-            earned = test.outcome == "passed" and (functional_passed or not test.gated)
+            earned = test.outcome == "passed" and (gate_open or not test.gated)
             message = test.message
             if test.gated and test.outcome == "passed" and not earned:
                 message = f"{message}\n{GATED_NOTE}".strip()

@@ -12,6 +12,10 @@ DIMS = {"d_in": 5, "d_out": 3}
 NET = {"n": 37, "d_in": 13, "h": 11, "d_out": 3, "batch_size": 8}  # last batch holds 5
 
 
+# A loader's batches are its inputs, in order: a probe rewritten in the student's process
+# rebuilds them from the seed without calling make_loader. So the make_loader tests are
+# self-reported, and train_with_loader and evaluate open this part's gate.
+@pytest.mark.self_reported
 @pytest.mark.points(1)
 @pytest.mark.parametrize(
     ("n", "batch_size"), [pytest.param(37, 8, id="37-by-8"), pytest.param(23, 5, id="23-by-5")]
@@ -45,6 +49,7 @@ def test_make_loader_batches(compare, seed, device, n, batch_size):
     )
 
 
+@pytest.mark.self_reported
 @pytest.mark.points(1)
 def test_make_loader_defaults(compare, seed, device):
     """make_loader: defaults to batch_size=8 and shuffle=False"""
@@ -58,6 +63,9 @@ def test_make_loader_defaults(compare, seed, device):
     assert got["orders"] == want["orders"], (
         "make_loader(x, y) shuffled the samples; the default is shuffle=False."
     )
+    hint = "Build the loader over TensorDataset(x, y) so each batch is (x_batch, y_batch)."
+    assert_tensor_close(got["x"], want["x"], what="the x batches, concatenated", hint=hint)
+    assert_tensor_close(got["y"], want["y"], what="the y batches, concatenated", hint=hint)
 
 
 @pytest.mark.self_reported

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import random
 
 import probes
 import pytest
@@ -11,6 +10,9 @@ import pytest
 from grader.testing import assert_scalar_close
 
 
+# pick_device takes no input, so no answer can depend on the hidden seed: the verdict is the
+# student side's report, which counts only once test_peak_tflops passes.
+@pytest.mark.self_reported
 @pytest.mark.points(2)
 def test_pick_device(student):
     """pick_device: returns torch.device('cuda') exactly when CUDA is available"""
@@ -29,14 +31,8 @@ def test_pick_device(student):
 @pytest.mark.points(3)
 def test_peak_tflops(compare, seed):
     """peak_tflops: theoretical peaks in TFLOP/s match the reference"""
-    rng = random.Random(seed)
-    configs = [
-        [72, 64, 2, 1.77],
-        [72, 8, 128, 1.77],
-        [rng.randint(20, 150), rng.choice([32, 64, 128]), 2, round(rng.uniform(0.9, 2.5), 3)],
-        [rng.randint(20, 150), rng.choice([4, 8]), rng.choice([128, 256, 512]), 1.41],
-    ]
-    got, want = compare(probes.peak_tflops, configs=configs)
+    configs = probes.peak_tflops_configs(seed)
+    got, want = compare(probes.peak_tflops, seed=seed)
     for config, value, expected in zip(configs, got["values"], want["values"], strict=True):
         args = ", ".join(str(v) for v in config)
         assert_scalar_close(
