@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import secrets
+from pathlib import Path
+
 import pytest
 
-from grader.plugin import HIDDEN_SEED_FLOOR, error_hint, hidden_seed
+from grader.assignment import Assignment, parse_manifest
+from grader.lying import HONEST, run_against
+from grader.plugin import HIDDEN_SEED_FLOOR, error_hint, hidden_seed, holds_seed
 
 
 def test_hidden_seeds_differ_per_test_and_run_and_avoid_public_seeds() -> None:
@@ -38,3 +43,153 @@ def test_common_pytorch_errors_get_a_hint(message: str, device: str, expected: s
 
 def test_unknown_errors_get_no_hint() -> None:
     assert error_hint("ZeroDivisionError: division by zero", "cpu") == ""
+
+
+# -- the gate: which tests may open it, judged from how they ran ------------------------------
+
+TOY_REFERENCE = """
+def double(x):
+    return 2 * x
+"""
+TOY_PROBES = """
+import torch
+
+
+def doubled(part, *, seed):
+    g = torch.Generator().manual_seed(seed)
+    return {"y": part.double(torch.randn(4, generator=g))}
+
+
+def doubled_ones(part, *, seed):
+    return {"y": part.double(torch.ones(4))}
+
+
+def doubled_configs(part, *, configs):
+    return {"y": [part.double(torch.tensor(float(c))) for c in configs]}
+"""
+TOY_TESTS = """
+import pytest
+import torch
+
+import {probes} as probes
+
+
+@pytest.mark.points(1)
+def test_seeded(compare, seed):
+    '''seeded'''
+    got, want = compare(probes.doubled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.points(1)
+def test_seed_inside_a_structure(compare, seed):
+    '''seed inside a structure'''
+    got, want = compare(probes.doubled_configs, configs=[seed, 3])
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.points(1)
+def test_seed_used_elsewhere(compare, seed):
+    '''seed used elsewhere'''
+    assert seed > 0
+    got, want = compare(probes.doubled_configs, configs=[1, 2])
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.points(1)
+def test_one_compare_unseeded(compare, seed):
+    '''one compare unseeded'''
+    compare(probes.doubled, seed=seed)
+    got, want = compare(probes.doubled_configs, configs=[1])
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.points(1)
+def test_student_only(student, seed):
+    '''student only'''
+    assert student(probes.doubled, seed=seed)["y"].shape == (4,)
+
+
+@pytest.mark.self_reported
+@pytest.mark.points(1)
+def test_marked_self_reported(compare, seed):
+    '''marked self_reported'''
+    got, want = compare(probes.doubled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.points(1)
+def test_seed_ignored(compare, seed):
+    '''seed ignored by the probe'''
+    got, want = compare(probes.doubled_ones, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+"""
+TOY_STUDENT_ONLY_TESTS = """
+import pytest
+
+import {probes} as probes
+
+
+@pytest.mark.points(1)
+def test_student_only(student, seed):
+    '''student only'''
+    assert student(probes.doubled, seed=seed)["y"].shape == (4,)
+"""
+
+
+def toy_course(root: Path, tests: dict[str, str]) -> Assignment:
+    """A course under `root` with one part per entry of `tests` (part -> its hidden tests).
+
+    Names are unique per call: the hidden suites run in this process, where pytest keeps
+    every test and probe module it imported.
+    """
+    token = secrets.token_hex(4)
+    parts = {f"{part}_{token}": source for part, source in tests.items()}
+    manifest = root / "assignments" / "toy" / "assignment.toml"
+    manifest.parent.mkdir(parents=True)
+    entries = "".join(
+        f'\n[[parts]]\nid = "{part}"\nfile = "{part}.py"\npoints = 10\n' for part in parts
+    )
+    manifest.write_text(f'[assignment]\nid = "toy"\nsolutions = "solutions/toy"\n{entries}')
+    hidden = root / "solutions" / "toy" / "hidden_tests"
+    hidden.mkdir(parents=True)
+    probes = f"toy_probes_{token}"
+    (hidden / f"{probes}.py").write_text(TOY_PROBES)
+    for part, source in parts.items():
+        (root / "solutions" / "toy" / f"{part}.py").write_text(TOY_REFERENCE)
+        (hidden / f"test_{part}.py").write_text(source.replace("{probes}", probes))
+    return parse_manifest(manifest)
+
+
+def test_only_tests_that_compared_on_seeded_inputs_open_the_gate(tmp_path: Path) -> None:
+    assignment = toy_course(tmp_path, {"toy": TOY_TESTS})
+    records, broken = run_against(assignment, HONEST, device="cpu", grading_seed=7)
+    assert not broken
+    assert {t.name: t.outcome for t in records} == dict.fromkeys(
+        (t.name for t in records), "passed"
+    )
+    assert {t.name: t.gated for t in records} == {
+        "seeded": False,
+        "seed inside a structure": False,
+        "seed used elsewhere": True,
+        "one compare unseeded": True,
+        "student only": True,
+        "marked self_reported": True,
+        # Seeded as far as the plugin can see; tests/test_lying_student.py catches it.
+        "seed ignored by the probe": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (12345, True),
+        ({"configs": [[1, 12345]]}, True),
+        ({"a": (1, 2), "b": {12345: "key"}}, True),
+        ({"seed": 12346, "n": 20}, False),
+        ({"seed": "12345"}, False),
+        ({"deep": [[[[[12345]]]]]}, False),
+    ],
+)
+def test_the_seed_is_found_in_compare_arguments(value: object, expected: bool) -> None:
+    assert holds_seed(value, 12345) is expected

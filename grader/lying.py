@@ -1,0 +1,265 @@
+"""Replay lying student sides against an assignment's hidden suites.
+
+A test opens its part's gate (see `grader.plugin.opens_gate`) when it compared the student's
+outputs with the reference's on inputs drawn from the hidden seed. Whether its assertions
+really depend on those inputs is a property of the test the plugin cannot see, so it is
+checked here: the real hidden suites run through the real plugin, but `Sandbox.result`
+answers every job with a lie built on the trusted side from the reference. A gate-opening
+test that passes against a lie would let a submission that implements nothing collect its
+part's self-reported and static-rule points.
+
+Course authors run this through assignment validation; tests/test_lying_student.py runs it
+for every assignment.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import secrets
+import tempfile
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from grader.assignment import Assignment
+from grader.grade import run_hidden_suite
+from grader.plugin import SEED_SEARCH_DEPTH, GraderPlugin, GradingSession, hidden_seed
+from grader.results import TestResult
+from grader.sandbox import PendingJob, Sandbox
+from grader.submission import PreparedSubmission
+
+# A seed a student can know: the public fixtures use seeds in this range.
+PUBLIC_SEED = 0
+
+
+@dataclass(frozen=True)
+class Job:
+    """One probe call, as the sandbox received it."""
+
+    module: str
+    probe_file: Path
+    probe: str
+    kwargs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The reference's honest output for an earlier job, kept for replaying."""
+
+    probe: tuple[Path, str]
+    kwargs: dict[str, Any]
+    output: Any
+
+
+class ReferenceRunner:
+    """Runs probes against the reference modules, on the trusted side (course code only)."""
+
+    def __init__(self, assignment: Assignment) -> None:
+        self.assignment = assignment
+        self._modules: dict[Path, types.ModuleType] = {}
+
+    def run(self, job: Job, kwargs: dict[str, Any]) -> Any:
+        reference = self._module(
+            self.assignment.solutions_dir / f"{job.module}.py",
+            f"_lying_reference_{self.assignment.id}_{job.module}",
+        )
+        probes = self._module(job.probe_file, f"_lying_probes_{self.assignment.id}")
+        probe: Callable[..., Any] = getattr(probes, job.probe)
+        return probe(reference, **kwargs)
+
+    def _module(self, path: Path, name: str) -> types.ModuleType:
+        if path not in self._modules:
+            spec = importlib.util.spec_from_file_location(f"{name}_{len(self._modules)}", path)
+            if spec is None or spec.loader is None:
+                raise FileNotFoundError(f"{path} cannot be imported")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self._modules[path] = module
+        return self._modules[path]
+
+
+def replace_seed(value: Any, seed: int, other: int, depth: int = SEED_SEARCH_DEPTH) -> Any:
+    """`value` with every occurrence of `seed` (searched as the plugin does) set to `other`."""
+    if type(value) is int:
+        return other if value == seed else value
+    if depth <= 0:
+        return value
+    if isinstance(value, dict):
+        return {
+            replace_seed(k, seed, other, depth - 1): replace_seed(v, seed, other, depth - 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return type(value)(replace_seed(v, seed, other, depth - 1) for v in value)
+    return value
+
+
+def zeroed(value: Any) -> Any:
+    """`value` with every number and tensor element set to zero; flags and text kept."""
+    if isinstance(value, torch.Tensor):
+        return torch.zeros_like(value)
+    if isinstance(value, bool | str) or value is None:
+        return value
+    if isinstance(value, int):
+        return 0
+    if isinstance(value, float):
+        return 0.0 if math.isfinite(value) else value
+    if isinstance(value, dict):
+        return {k: zeroed(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(zeroed(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True)
+class Lie:
+    """A student side that answers every job without running the student's code."""
+
+    name: str
+    # Completes "passed against a student side that ...".
+    description: str
+    # (sandbox, job, the reference's honest output for it) -> what the student side returns.
+    answer: Callable[[LyingSandbox, Job, Any], Any]
+
+
+def _honest(sandbox: LyingSandbox, job: Job, honest: Any) -> Any:
+    return honest
+
+
+def _constants(sandbox: LyingSandbox, job: Job, honest: Any) -> Any:
+    return zeroed(honest)
+
+
+def _other_seed(sandbox: LyingSandbox, job: Job, honest: Any) -> Any:
+    return sandbox.runner.run(job, replace_seed(job.kwargs, sandbox.test_seed, PUBLIC_SEED))
+
+
+def _replayed(sandbox: LyingSandbox, job: Job, honest: Any) -> Any:
+    key = (job.probe_file, job.probe)
+    earlier = sandbox.answers
+    same_probe = [a for a in earlier if a.probe == key and a.kwargs != job.kwargs]
+    if same_probe:
+        return same_probe[-1].output
+    return earlier[-1].output if earlier else zeroed(honest)
+
+
+HONEST = Lie("honest", "returned the reference's own outputs", _honest)
+LIES = (
+    Lie("constants", "returned zeros shaped like the reference's outputs", _constants),
+    Lie(
+        "other-seed",
+        f"returned the reference's outputs for seed {PUBLIC_SEED} instead of the hidden seed",
+        _other_seed,
+    ),
+    Lie(
+        "replayed",
+        "replayed the reference's outputs of an earlier call of the same probe (or of the "
+        "previous call)",
+        _replayed,
+    ),
+)
+
+
+class LyingSandbox(Sandbox):
+    """Stands in for the sandbox: no student process, every result is `lie`'s answer.
+
+    `GradingSession` only submits jobs and collects their results, which is all this keeps.
+    """
+
+    def __init__(self, assignment: Assignment, lie: Lie) -> None:
+        # No server, no workdir: nothing of the real sandbox is started.
+        self.lie = lie
+        self.runner = ReferenceRunner(assignment)
+        self.test_seed = 0
+        self._pending: dict[int, Job] = {}
+        # The honest outputs of every earlier job, for replaying.
+        self.answers: list[Answer] = []
+
+    def begin_test(self, test_seed: int) -> None:
+        self.test_seed = test_seed
+
+    def submit(
+        self, *, module: str, probe_file: Path, probe: str, kwargs: dict[str, Any]
+    ) -> PendingJob:
+        job_id = len(self._pending) + len(self.answers)
+        self._pending[job_id] = Job(module, probe_file, probe, kwargs)
+        return PendingJob(id=job_id, module=module, job_dir=Path(), deadline=math.inf)
+
+    def result(self, job: PendingJob) -> Any:
+        call = self._pending.pop(job.id)
+        honest = self.runner.run(call, call.kwargs)
+        answer = self.lie.answer(self, call, honest)
+        self.answers.append(Answer((call.probe_file, call.probe), call.kwargs, honest))
+        return answer
+
+
+class LieObservingPlugin(GraderPlugin):
+    """The grading plugin, telling the lying sandbox each test's hidden seed as it starts."""
+
+    def __init__(self, session: GradingSession, sandbox: LyingSandbox) -> None:
+        super().__init__(session)
+        self.lying_sandbox = sandbox
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self.lying_sandbox.begin_test(hidden_seed(self.session.seed, item.nodeid))
+
+
+def run_against(
+    assignment: Assignment, lie: Lie, *, device: str, grading_seed: int
+) -> tuple[list[TestResult], str]:
+    """The hidden suites' records against `lie`, and why the suite could not run (or "")."""
+    files = {part.file: assignment.solutions_dir / part.file for part in assignment.parts}
+    submission = PreparedSubmission(
+        directory=assignment.solutions_dir,
+        files=files,
+        sources={part.id: "file" for part in assignment.parts},
+        problems={},
+        sha256="",
+    )
+    sandbox = LyingSandbox(assignment, lie)
+    session = GradingSession(assignment, submission, sandbox, seed=grading_seed, device=device)
+    plugin = LieObservingPlugin(session, sandbox)
+    with tempfile.TemporaryDirectory(prefix="grader-lying-") as temporary:
+        exit_code = run_hidden_suite(assignment.hidden_tests_dir, plugin, Path(temporary))
+    if exit_code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        return plugin.records, ""
+    return plugin.records, "\n".join(plugin.collection_errors) or f"pytest exit code {exit_code}"
+
+
+def gate_openers_against_liars(assignment: Assignment, *, device: str = "cpu") -> list[str]:
+    """One line per problem: a gate-opening test that passed against a lie, or a part whose
+    gate nothing opens even with the reference's own outputs (it could never score)."""
+    grading_seed = secrets.randbelow(2**31)
+    where = f"{assignment.id} (grading seed {grading_seed}, {device})"
+    problems: list[str] = []
+    honest, broken = run_against(assignment, HONEST, device=device, grading_seed=grading_seed)
+    if broken:
+        return [f"{where}: the hidden suite could not run: {broken}"]
+    opened = {t.part for t in honest if t.outcome == "passed" and not t.gated}
+    for part in assignment.parts:
+        if part.id not in opened:
+            problems.append(
+                f"{where}: part {part.id}: no test compared with the reference on seeded "
+                "inputs and passed with the reference's own outputs, so the part can never "
+                "score. Call `compare` with the `seed` fixture's value in its arguments."
+            )
+    for lie in LIES:
+        records, broken = run_against(assignment, lie, device=device, grading_seed=grading_seed)
+        if broken:
+            problems.append(f"{where}: the hidden suite could not run against a liar: {broken}")
+            continue
+        for test in records:
+            if test.outcome == "passed" and not test.gated:
+                problems.append(
+                    f"{where}: part {test.part}: {test.name!r} opens the gate but passed "
+                    f"against a student side that {lie.description}. Assert on outputs "
+                    "that depend on the hidden seed (build the probe's inputs from `seed`), "
+                    "or mark the test self_reported."
+                )
+    return problems
