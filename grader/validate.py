@@ -1,0 +1,378 @@
+"""`python -m grader validate`: check an assignment before it reaches students.
+
+The quick checks run first, so a missing `points` marker or a probe that imports the
+reference is reported in seconds: the files the manifest names, the hidden suite's
+collection (every test has points and a part), what probes import, the notebook's marked
+cells, the starter kit's leak check and the public fixtures (regenerated from the
+reference and compared within the grader's tolerances, so any CPU agrees). Then the long
+ones: the reference must score full marks and the untouched stubs 0, and no test that
+opens a part's gate may pass against a lying student side (`grader.lying`).
+
+Each problem is one line; none means the assignment is ready.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader.assignment import Assignment, load_assignment
+from grader.errors import ConfigError
+
+FIXTURES_FOLDER = "public_fixtures"
+FIXTURE_SCRIPT = "make_public_fixtures.py"
+# Regenerating fixtures runs the reference's own script; it should take seconds.
+FIXTURE_SCRIPT_TIMEOUT_S = 300
+# How often a grading check may be off full marks (rounding of part sums).
+SCORE_TOLERANCE = 1e-6
+LYING_UNAVAILABLE = "lying-student check unavailable (grader.lying is not installed)"
+
+Say = Callable[[str], None]
+
+
+def validate_assignment(name: str | None, *, device: str = "cpu", say: Say = print) -> list[str]:
+    """Every problem of assignment `name`, each `say`-ed as one line when found."""
+    problems: list[str] = []
+
+    def report(found: Iterator[str] | list[str]) -> None:
+        for problem in found:
+            problems.append(problem)
+            say(f"{label}: {problem}")
+
+    label = name or "assignment"
+    try:
+        assignment = load_assignment(name)
+    except ConfigError as error:
+        report([str(error)])
+        return problems
+    label = assignment.id
+    report(missing_files(assignment))
+    if problems:
+        return problems
+    report(hidden_test_problems(assignment))
+    report(probe_import_problems(assignment))
+    report(notebook_problems(assignment))
+    report(starter_kit_problems(assignment))
+    report(fixture_problems(assignment))
+    if problems:
+        return problems  # the long checks below would only repeat these
+    report(grading_problems(assignment, device=device))
+    try:
+        from grader.lying import gate_openers_against_liars
+    except ImportError:
+        say(f"{label}: {LYING_UNAVAILABLE}")
+    else:
+        report(gate_openers_against_liars(assignment, device=device))
+    return problems
+
+
+def missing_files(assignment: Assignment) -> Iterator[str]:
+    """The files and folders the manifest implies, where they are missing."""
+    for part in assignment.parts:
+        if not (assignment.directory / part.file).is_file():
+            yield f"part {part.id}: the stub {assignment.directory / part.file} is missing"
+        if not (assignment.solutions_dir / part.file).is_file():
+            yield f"part {part.id}: the reference {assignment.solutions_dir / part.file} is missing"
+    if not assignment.hidden_tests_dir.is_dir():
+        yield f"no hidden tests: {assignment.hidden_tests_dir} is missing"
+    if assignment.notebook and not (assignment.directory / assignment.notebook).is_file():
+        yield f"the manifest names the notebook {assignment.notebook}, which is missing"
+
+
+class _CollectionCheck:
+    """A pytest plugin that collects the hidden suite and notes what each test lacks."""
+
+    def __init__(self, assignment: Assignment) -> None:
+        self.assignment = assignment
+        self.problems: list[str] = []
+        self.tested: set[str] = set()
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        from grader.plugin import MARKERS
+
+        for marker in MARKERS:
+            config.addinivalue_line("markers", marker)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            last = str(report.longrepr).strip().splitlines()[-1:]
+            self.problems.append(f"hidden test file {report.nodeid} cannot be collected: {last}")
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        parts = {part.id for part in self.assignment.parts}
+        for item in items:
+            part_id = Path(str(item.path)).stem.removeprefix("test_")
+            if part_id not in parts:
+                self.problems.append(
+                    f"hidden test {item.nodeid}: its file does not name a part "
+                    f"(test_<part>.py, parts: {self.assignment.part_ids()})"
+                )
+                continue
+            self.tested.add(part_id)
+            marker = item.get_closest_marker("points")
+            points = marker.args[0] if marker is not None and marker.args else None
+            if not isinstance(points, int | float) or isinstance(points, bool) or points <= 0:
+                self.problems.append(
+                    f"hidden test {item.nodeid}: needs @pytest.mark.points(n) with n > 0"
+                )
+
+
+def hidden_test_problems(assignment: Assignment) -> list[str]:
+    """Collect the hidden suite (nothing runs): each test has points and a part."""
+    check = _CollectionCheck(assignment)
+    with tempfile.TemporaryDirectory(prefix="grader-validate-") as temporary:
+        ini = Path(temporary) / "pytest.ini"
+        ini.write_text("[pytest]\n", encoding="utf-8")
+        args = [
+            str(assignment.hidden_tests_dir),
+            "--collect-only",
+            "-c", str(ini),
+            "--rootdir", str(assignment.hidden_tests_dir),
+            "--noconftest",
+            "-p", "no:cacheprovider",
+            "-p", "no:terminal",
+            "-o", "python_files=test_*.py",
+            "-W", "ignore::DeprecationWarning",
+        ]  # fmt: skip
+        saved = sys.dont_write_bytecode
+        sys.dont_write_bytecode = True  # nothing written into solutions/
+        try:
+            pytest.main(args, plugins=[check])
+        finally:
+            sys.dont_write_bytecode = saved
+    untested = [part.id for part in assignment.parts if part.id not in check.tested]
+    return [
+        *check.problems,
+        *(f"part {part_id}: no hidden test grades it" for part_id in untested),
+    ]
+
+
+def _private_modules(assignment: Assignment) -> set[str]:
+    """Module names that would load reference code: the solutions' own files and folders."""
+    names = {"solutions", assignment.solutions_dir.name}
+    names.update(path.stem for path in assignment.solutions_dir.glob("*.py"))
+    names.update(part.module for part in assignment.parts)
+    return names
+
+
+def probe_import_problems(assignment: Assignment) -> Iterator[str]:
+    """Probes run on the student side too: they may import nothing from the solutions."""
+    private = _private_modules(assignment)
+    for path in sorted(assignment.hidden_tests_dir.glob("probes*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except SyntaxError as error:
+            yield f"{path.name}: cannot be parsed: {error}"
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    yield (
+                        f"{path.name} line {node.lineno}: a relative import reaches the "
+                        "solutions folder; import only torch, the standard library and grader"
+                    )
+                    continue
+                modules = [node.module or ""]
+            else:
+                continue
+            for module in modules:
+                if module.split(".")[0] in private:
+                    yield (
+                        f"{path.name} line {node.lineno}: imports {module}, private code; a "
+                        "probe gets the part's module as its first argument instead"
+                    )
+
+
+def notebook_problems(assignment: Assignment) -> list[str]:
+    """The notebook, if any, has exactly one marked cell per part and none for other parts."""
+    if not assignment.notebook:
+        return []
+    from grader.notebook import MARKER, TAG_PREFIX
+
+    path = assignment.directory / assignment.notebook
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return [f"{assignment.notebook} cannot be read as a notebook: {error!r}"]
+    counts: dict[str, int] = {}
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        raw = cell.get("source", "")
+        source = "".join(raw) if isinstance(raw, list) else str(raw)
+        tags = [str(t) for t in cell.get("metadata", {}).get("tags", [])]
+        tags = [t for t in tags if t.startswith(TAG_PREFIX)]
+        marker = MARKER.match(source.lstrip().split("\n", 1)[0].strip())
+        part_id = tags[0][len(TAG_PREFIX) :].strip() if tags else marker and marker.group(1)
+        if part_id:
+            counts[part_id] = counts.get(part_id, 0) + 1
+    part_ids = [part.id for part in assignment.parts]
+    problems = [
+        f"{assignment.notebook}: {counts.get(part_id, 0)} cells marked for part {part_id}, "
+        "expected 1 (tag it part:<id> and start it with `# part: <id>`)"
+        for part_id in part_ids
+        if counts.get(part_id, 0) != 1
+    ]
+    problems += [
+        f"{assignment.notebook}: a cell is marked for {part_id}, which is not a part"
+        for part_id in sorted(set(counts) - set(part_ids))
+    ]
+    return problems
+
+
+def starter_kit_problems(assignment: Assignment) -> list[str]:
+    """The starter kit's leak check (the one `build starter` refuses on)."""
+    from grader.build import starter_leaks
+
+    try:
+        leaks = starter_leaks(assignment)
+    except ConfigError as error:
+        return [f"the starter kit cannot be built: {error}"]
+    return [f"the starter kit leaks: {leak}" for leak in leaks]
+
+
+def fixture_problems(assignment: Assignment) -> list[str]:
+    """Regenerate the public fixtures from the reference; they must match within tolerance."""
+    committed_dir = assignment.directory / FIXTURES_FOLDER
+    script = assignment.solutions_dir / FIXTURE_SCRIPT
+    if not script.is_file():
+        if committed_dir.is_dir() and any(committed_dir.iterdir()):
+            return [f"{FIXTURES_FOLDER}/ exists but {script} to regenerate it does not"]
+        return []
+    with tempfile.TemporaryDirectory(prefix="grader-fixtures-") as temporary:
+        out = Path(temporary) / FIXTURES_FOLDER
+        try:
+            regenerate_fixtures(script, out)
+        except (OSError, subprocess.SubprocessError, ConfigError) as error:
+            return [f"{script.name} failed: {error}"]
+        return compare_fixture_folders(out, committed_dir)
+
+
+def regenerate_fixtures(script: Path, out: Path) -> None:
+    """Run the assignment's fixture script into `out`, in a fresh interpreter."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    process = subprocess.run(
+        [sys.executable, str(script), "--out", str(out)],
+        cwd=out.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=FIXTURE_SCRIPT_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    if process.returncode != 0:
+        tail = (process.stderr or process.stdout).strip().splitlines()[-1:]
+        raise ConfigError(f"exit code {process.returncode}: {' '.join(tail)}")
+
+
+def compare_fixture_folders(regenerated: Path, committed: Path) -> list[str]:
+    """One line per fixture file that is missing, extra, or differs beyond tolerance."""
+    import torch
+
+    new = {path.name for path in regenerated.glob("*.pt")}
+    old = {path.name for path in committed.glob("*.pt")} if committed.is_dir() else set()
+    problems = [f"{FIXTURES_FOLDER}/{name} is not committed" for name in sorted(new - old)]
+    problems += [
+        f"{FIXTURES_FOLDER}/{name} is no longer generated: delete it" for name in sorted(old - new)
+    ]
+    for name in sorted(new & old):
+        got = torch.load(regenerated / name, weights_only=True)
+        want = torch.load(committed / name, weights_only=True)
+        difference = fixture_difference(got, want, name.removesuffix(".pt"))
+        if difference:
+            problems.append(
+                f"{FIXTURES_FOLDER}/{name} differs from the reference's: {difference}; "
+                f"rerun {FIXTURE_SCRIPT} and commit the result"
+            )
+    return problems
+
+
+def fixture_difference(got: Any, want: Any, where: str) -> str:
+    """Where two fixture values differ beyond the grader's tolerances, or '' if they do not."""
+    import torch
+
+    from grader.testing import TOLERANCES
+
+    if isinstance(want, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            return f"{where} is {type(got).__name__}, expected a tensor"
+        rtol, atol = TOLERANCES.get(want.dtype, (0.0, 0.0))
+        try:
+            torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True)
+        except AssertionError as error:
+            return f"{where}: {str(error).splitlines()[0]}"
+        return ""
+    if isinstance(want, dict):
+        if not isinstance(got, dict) or set(got) != set(want):
+            return f"{where} has other keys"
+        for key in want:
+            found = fixture_difference(got[key], want[key], f"{where}[{key!r}]")
+            if found:
+                return found
+        return ""
+    if isinstance(want, list | tuple):
+        if not isinstance(got, list | tuple) or len(got) != len(want):
+            return f"{where} has another length"
+        for index, (a, b) in enumerate(zip(got, want, strict=True)):
+            found = fixture_difference(a, b, f"{where}[{index}]")
+            if found:
+                return found
+        return ""
+    if isinstance(want, float) and isinstance(got, float):
+        rtol, atol = TOLERANCES[torch.float64]
+        close = math.isclose(got, want, rel_tol=rtol, abs_tol=atol)
+        if close or got == want or (math.isnan(got) and math.isnan(want)):
+            return ""
+        return f"{where}: {got} != {want}"
+    return "" if got == want else f"{where}: {got!r} != {want!r}"
+
+
+def grading_problems(assignment: Assignment, *, device: str = "cpu") -> list[str]:
+    """Grade the reference (full marks expected) and the untouched stubs (0 expected)."""
+    from grader.grade import GradeSettings, grade_submission
+
+    problems: list[str] = []
+    settings = GradeSettings(device=device, seed=1)
+    with tempfile.TemporaryDirectory(prefix="grader-validate-") as temporary:
+        for who, source, expected in (
+            ("the reference", assignment.solutions_dir, "full"),
+            ("the stubs", assignment.directory, "zero"),
+        ):
+            folder = Path(temporary) / who.removeprefix("the ")
+            folder.mkdir()
+            for part in assignment.parts:
+                shutil.copy(source / part.file, folder / part.file)
+            result = grade_submission(folder, assignment, settings)
+            if result.grader_error:
+                first = result.grader_error.strip().splitlines()[:1]
+                problems.append(f"grading {who} failed: {' '.join(first)}")
+                continue
+            for scored in result.parts:
+                want = scored.max_score if expected == "full" else 0.0
+                if abs(scored.score - want) > SCORE_TOLERANCE:
+                    failing = [
+                        t.name
+                        for t in result.tests
+                        if t.part == scored.id
+                        and (t.score < t.max_score if expected == "full" else t.score > 0)
+                    ]
+                    problems.append(
+                        f"{who} scores {scored.score:g}/{scored.max_score:g} on part {scored.id}, "
+                        f"expected {want:g}: {', '.join(failing[:3]) or 'see grade --show-passed'}"
+                    )
+    return problems
