@@ -23,6 +23,13 @@ import pytest
 import grader
 from grader.assignment import Assignment
 from grader.errors import ConfigError, SubmissionError, UsageError
+from grader.notebook import (
+    MAX_ORIGIN_CHARS,
+    NotebookOrigin,
+    explain_missing_names,
+    point_at_cells,
+    read_origin,
+)
 from grader.plugin import GraderPlugin, GradingSession
 from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
 from grader.sandbox import Sandbox, SandboxSettings, limits_from_environment
@@ -187,11 +194,14 @@ def grade_submission(
         grader_error = ""
         records: list[TestResult] = []
         submission: PreparedSubmission | None = None
+        origins: dict[str, NotebookOrigin] = {}
         try:
             try:
                 submission = prepare_submission(path, assignment, workdir / "submission")
             except SubmissionError as error:
                 return _unreadable_submission(assignment, str(error), seed, device, started)
+            origins = notebook_origins(assignment, submission)
+            submission = _with_notebook_problems(assignment, submission, origins)
             if owned:
                 # The server imports torch while this process does the same just below.
                 sandbox.launch()
@@ -224,7 +234,55 @@ def grade_submission(
         started=started,
         protections=protections,
         grader_error=grader_error,
+        origins=origins,
     )
+
+
+def notebook_origins(
+    assignment: Assignment, submission: PreparedSubmission
+) -> dict[str, NotebookOrigin]:
+    """File name -> what the grader wrote in the header of each part file built from cells."""
+    origins: dict[str, NotebookOrigin] = {}
+    for part in assignment.parts:
+        path = submission.files.get(part.file)
+        if submission.sources.get(part.id) != "notebook" or path is None:
+            continue
+        try:
+            with path.open(encoding="utf-8") as handle:
+                head = handle.readline(MAX_ORIGIN_CHARS) + handle.readline(MAX_ORIGIN_CHARS)
+        except (OSError, UnicodeDecodeError):
+            continue
+        origin = read_origin(head)
+        if origin is not None:
+            origins[part.file] = origin
+    return origins
+
+
+def _with_notebook_problems(
+    assignment: Assignment, submission: PreparedSubmission, origins: dict[str, NotebookOrigin]
+) -> PreparedSubmission:
+    """A part whose notebook cell cannot be graded is not run; its problem says why."""
+    problems = {
+        part.id: origins[part.file].problem
+        for part in assignment.parts
+        if part.file in origins and origins[part.file].problem
+    }
+    if not problems:
+        return submission
+    return dataclasses.replace(submission, problems={**submission.problems, **problems})
+
+
+def _point_at_notebook(
+    test: TestResult, origins: dict[str, NotebookOrigin], own_file: str
+) -> TestResult:
+    """A test's feedback about lines of files built from the notebook, said in cells."""
+    message = point_at_cells(test.message, origins, own_file)
+    if own_file in origins:
+        message = explain_missing_names(message, origins[own_file])
+    detail = point_at_cells(test.detail, origins)
+    if message == test.message and detail == test.detail:
+        return test
+    return dataclasses.replace(test, message=message, detail=detail)
 
 
 def _assemble(
@@ -237,10 +295,17 @@ def _assemble(
     started: float,
     protections: dict[str, Any],
     grader_error: str,
+    origins: dict[str, NotebookOrigin],
 ) -> GradingResult:
-    parts, tests = score_tests(
-        assignment, records, sources=submission.sources, problems=submission.problems
-    )
+    problems = submission.problems
+    if origins:
+        files = {part.id: part.file for part in assignment.parts}
+        records = [_point_at_notebook(test, origins, files[test.part]) for test in records]
+        problems = {
+            part_id: point_at_cells(problem, origins, files[part_id])
+            for part_id, problem in problems.items()
+        }
+    parts, tests = score_tests(assignment, records, sources=submission.sources, problems=problems)
     return GradingResult(
         assignment=assignment.id,
         score=round(sum(p.score for p in parts), 6),

@@ -1,10 +1,19 @@
-"""Notebook submissions: which cells count, how their code is extracted, and that grading a
-notebook gives exactly what grading the equivalent .py files gives."""
+"""Notebook submissions: which cells count, how a part's code is built from the cells (as
+Jupyter would have run them, without the demos), feedback that names cells, bounds on
+hostile notebooks, and that grading a notebook gives what grading the .py files gives.
+
+The corpus in tests/notebooks/ holds one notebook per case (and an expected.toml): each
+case that should run in Jupyter is first executed with nbclient, then graded end to end.
+"""
 
 from __future__ import annotations
 
+import json
+import shutil
+import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -12,6 +21,7 @@ from conftest import (
     ASSIGNMENT_DIR,
     PART_FILES,
     SOLUTIONS_DIR,
+    copy_part_files,
     grade_to_report,
     notebook_with_part_code,
     part_scores,
@@ -19,10 +29,31 @@ from conftest import (
 
 from grader.assignment import Assignment, load_assignment
 from grader.errors import SubmissionError
-from grader.notebook import NotebookParts, cell_part, merge_notebook_parts, strip_magics
+from grader.notebook import (
+    MAX_CELL_BRACES,
+    MAX_CELL_CHARS,
+    MAX_CELL_STATEMENTS,
+    MAX_CELLS,
+    Cell,
+    NotebookOrigin,
+    NotebookParts,
+    cell_part,
+    explain_missing_names,
+    merge_notebook_parts,
+    point_at_cells,
+    read_origin,
+    strip_magics,
+)
 from grader.submission import prepare_submission
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 SETUP = "%matplotlib inline\nimport math\nimport matplotlib.pyplot as plt\nimport torch\nN = 64\n"
+CORPUS = Path(__file__).resolve().parent / "notebooks"
+POINTS = {part.id: part.points for part in load_assignment("pytorch_basics").parts}
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +74,17 @@ def extract(
     assignment: Assignment, *cells: nbformat.NotebookNode, files: dict[str, bytes] | None = None
 ) -> NotebookParts:
     return merge_notebook_parts(notebook_bytes(*cells), assignment, files or {})
+
+
+def built(merged: NotebookParts, name: str) -> str:
+    return merged.sources[name].decode()
+
+
+def run_built(merged: NotebookParts, name: str) -> dict[str, Any]:
+    """Execute a built part file as the sandbox imports it; return its namespace."""
+    namespace: dict[str, Any] = {"__name__": name.removesuffix(".py")}
+    exec(compile(built(merged, name), name, "exec"), namespace)
+    return namespace
 
 
 # -- which cells belong to a part ------------------------------------------------------
@@ -70,7 +112,7 @@ def extract(
     ],
 )
 def test_cell_part(source: str, tags: list[str], expected: str | None) -> None:
-    assert cell_part(code(source, *tags)) == expected
+    assert cell_part(Cell(1, "code", source, tuple(tags))) == expected
 
 
 # -- IPython syntax ------------------------------------------------------------------
@@ -134,7 +176,7 @@ def test_extracted_code_gets_only_the_setup_imports_it_uses(assignment: Assignme
         "def train_autograd(x: torch.Tensor) -> list[float]:\n    return [math.pi]\n"
     )
     merged = extract(assignment, code(SETUP), part)
-    text = merged.sources["autograd_loop.py"].decode()
+    text = merged.sources["autograd_loop.py"].decode().split("\n", 2)[2]  # after the header
     assert "import math" in text and "matplotlib" not in text and "%" not in text
     # `from __future__` must stay first, in front of the imports the grader adds.
     assert text.index("from __future__") < text.index("import math")
@@ -155,20 +197,138 @@ def test_own_file_import_is_dropped_and_missing_names_noted(assignment: Assignme
     )
 
 
-def test_code_that_runs_on_import_and_names_from_other_cells_are_noted(
+def test_demo_statements_in_the_part_cell_are_not_run_and_said_so(
     assignment: Assignment,
 ) -> None:
     part = code(
-        "# part: autograd_loop\ndef train_autograd():\n    return [N]\n\ntrain_autograd()\n"
+        "# part: autograd_loop\nimport torch\nSCALE = torch.tensor(2.0)\n"
+        "def train_autograd():\n    return [SCALE]\n\ntrain_autograd()\nfor i in range(3):\n"
+        "    print(i)\n"
     )
-    notes = " ".join(extract(assignment, code(SETUP), part).notes)
-    assert "line 5 of the cell marked part:autograd_loop runs `train_autograd()`" in notes
-    assert "uses N, defined in another cell" in notes
+    merged = extract(assignment, code(SETUP), part)
+    text = built(merged, "autograd_loop.py")
+    assert "train_autograd()\n" not in text and "print(i)" not in text
+    assert run_built(merged, "autograd_loop.py")["train_autograd"]() == [2.0]
+    assert (
+        "line 7 of notebook cell 2 (`# part: autograd_loop`), `train_autograd()` (and 1 more), "
+        "was not run" in " ".join(merged.notes)
+    )
+
+
+# -- what a part's code gets from the cells above (the issue's cases) --------------------
+
+
+def test_a_helper_defined_in_another_part_cell_is_carried(assignment: Assignment) -> None:
+    manual = code(
+        "# part: manual_backprop\nimport torch\ndef relu(t):\n    return t.clamp(min=0)\n"
+        "def forward_backward(x, y, w1, w2):\n    return relu(x)\n"
+    )
+    autograd = code("# part: autograd_loop\ndef train_autograd(x):\n    return relu(x)\n")
+    merged = extract(assignment, code(SETUP), manual, autograd)
+    namespace = run_built(merged, "autograd_loop.py")
+    import torch
+
+    assert namespace["train_autograd"](torch.tensor([-1.0, 2.0])).tolist() == [0.0, 2.0]
+    # Only what is needed: forward_backward stays in its own part's file.
+    assert "forward_backward" not in built(merged, "autograd_loop.py")
+
+
+def test_an_import_in_one_marked_cell_is_there_for_another(assignment: Assignment) -> None:
+    autograd = code(
+        "# part: autograd_loop\nimport torch.nn.functional as F\ndef train_autograd():\n"
+        "    return []\n"
+    )
+    loader = code(
+        "# part: dataloader_training\ndef evaluate(model, loader):\n"
+        "    return float(F.relu(torch.tensor(-1.0)))\n"
+    )
+    merged = extract(assignment, code(SETUP), autograd, loader)
+    assert run_built(merged, "dataloader_training.py")["evaluate"](None, None) == 0.0
+    assert "train_autograd" not in built(merged, "dataloader_training.py")
+
+
+def test_helpers_and_constants_from_ordinary_cells_are_carried_in_order(
+    assignment: Assignment,
+) -> None:
+    helpers = code(
+        "import torch\nSCALE = 2.0\nSCALE = SCALE * 3\nCONFIG = {}\nCONFIG['lr'] = 0.5\n"
+        "OFFSET = torch.tensor(1.0)  # a call, carried because the part needs it\n"
+        "UNUSED = torch.ones(10**9)  # a call the part does not need: never run\n"
+        "try:\n    import numpy as np\nexcept ImportError:\n    np = None\n"
+        "def scaled(t):\n    return t * SCALE + OFFSET\n"
+        "losses = train_autograd(torch.ones(1))  # a training run: a demo\n"
+    )
+    autograd = code(
+        "# part: autograd_loop\ndef train_autograd(t):\n"
+        "    return [float(scaled(t)), CONFIG['lr'], np is not None]\n"
+    )
+    merged = extract(assignment, helpers, autograd)
+    text = built(merged, "autograd_loop.py")
+    assert "UNUSED" not in text and "losses =" not in text
+    assert run_built(merged, "autograd_loop.py")["train_autograd"](1.0) == [7.0, 0.5, True]
+    assert merged.notes == [
+        "autograd_loop: graded the code in the notebook cell marked part:autograd_loop; "
+        "there is no autograd_loop.py."
+    ]
+
+
+def test_a_name_only_a_demo_statement_creates_is_reported_with_its_cell(
+    assignment: Assignment,
+) -> None:
+    demo = code("for scale in (1.0, 2.0):\n    LOSS_SCALE = scale\nprint(LOSS_SCALE)\n")
+    autograd = code("# part: autograd_loop\ndef train_autograd():\n    return [LOSS_SCALE]\n")
+    merged = extract(assignment, code(SETUP), demo, autograd)
+    explanation = (
+        "`LOSS_SCALE` is created only by line 1 of notebook cell 2 (`for scale in (1.0, "
+        "2.0):`), in a statement the grader does not run"
+    )
+    assert any(explanation in note for note in merged.notes)
+    origin = read_origin(built(merged, "autograd_loop.py"))
+    assert origin is not None
+    message = explain_missing_names(
+        "Your code raised NameError: name 'LOSS_SCALE' is not defined", origin
+    )
+    assert explanation in message
+    assert explain_missing_names("name 'other' is not defined", origin) == (
+        "name 'other' is not defined"
+    )
+
+
+def test_cells_below_the_part_and_future_imports(assignment: Assignment) -> None:
+    first = code("from __future__ import annotations\nimport math\n")
+    autograd = code(
+        "# part: autograd_loop\nfrom __future__ import annotations\n"
+        "def train_autograd() -> list[Later]:\n    return [math.pi]\n"
+    )
+    later = code("Later = float\n")
+    merged = extract(assignment, first, autograd, later)
+    text = built(merged, "autograd_loop.py")
+    body = text.split("\n", 2)[2]
+    assert body.count("from __future__ import annotations") == 1
+    assert text.index("from __future__") < text.index("import math")
+    assert "Later = float" not in text
+    compile(text, "autograd_loop.py", "exec")
 
 
 def test_syntax_errors_are_placed_in_the_cell(assignment: Assignment) -> None:
-    merged = extract(assignment, code("# part: autograd_loop\n\ndef f(:\n"))
-    assert "syntax error on line 3 of the cell" in " ".join(merged.notes)
+    merged = extract(assignment, code(SETUP), code("# part: autograd_loop\n\ndef f(:\n"))
+    assert (
+        "autograd_loop: notebook cell 2 (`# part: autograd_loop`): it has a syntax error on "
+        "line 3" in " ".join(merged.notes)
+    )
+    text = built(merged, "autograd_loop.py")
+    with pytest.raises(SyntaxError) as error:
+        compile(text, "autograd_loop.py", "exec")
+    origin = read_origin(text)
+    assert origin is not None and error.value.lineno is not None
+    assert origin.locate(error.value.lineno) == ("cell 2 (`# part: autograd_loop`)", 3)
+
+
+def test_a_cell_above_with_a_syntax_error_is_skipped_and_named(assignment: Assignment) -> None:
+    broken = code("def helper(:\n    pass\n")
+    autograd = code("# part: autograd_loop\ndef train_autograd():\n    return helper()\n")
+    notes = " ".join(extract(assignment, broken, autograd).notes)
+    assert "Notebook cell 1 (`def helper(:`) was skipped by the grader: it has a syntax" in notes
 
 
 def test_cells_of_one_part_are_joined_in_order_and_unknown_parts_ignored(
@@ -182,11 +342,210 @@ def test_cells_of_one_part_are_joined_in_order_and_unknown_parts_ignored(
     text = merged.sources["autograd_loop.py"].decode()
     assert text.index("A = 1") < text.index("B = A + 1")
     assert set(merged.origin) == {"autograd_loop"}
-    assert any("unknown part 'homework_two' was ignored" in note for note in merged.notes)
+    assert any(
+        "unknown parts were treated as ordinary cells: 3 ('homework_two')" in note
+        for note in merged.notes
+    )
+
+
+# -- feedback that points at cells -------------------------------------------------------
+
+
+def test_source_map_locates_every_carried_line(assignment: Assignment) -> None:
+    helpers = code("import torch\n\n\n@torch.no_grad()\ndef helper(t):\n    return t\nprint(1)\n")
+    autograd = code(
+        "# part: autograd_loop\nX = 1; print(2); Y = 2\ndef train_autograd():\n"
+        "    return helper(X + Y)\n"
+    )
+    merged = extract(assignment, helpers, autograd)
+    text = built(merged, "autograd_loop.py")
+    origin = read_origin(text)
+    assert origin is not None
+    lines = text.split("\n")
+    cells = {1: helpers.source.split("\n"), 2: autograd.source.split("\n")}
+    mapped = 0
+    for number, line in enumerate(lines, start=1):
+        found = origin.locate(number)
+        if found is None:
+            assert number <= 3 or line.startswith("# notebook cell") or not line
+            continue
+        label, cell_line = found
+        cell = int(label.split()[1])
+        # A statement sharing its line with a dropped one is a piece of that line.
+        assert line in cells[cell][cell_line - 1]
+        mapped += 1
+    assert mapped == 8  # import, decorator, def (2 lines), X, Y, def train (2 lines)
+    assert "print(2)" not in text
+
+
+def origin_for(*runs: tuple[int, int, int, int]) -> NotebookOrigin:
+    labels = {run[2]: f"cell {run[2]} (`first line {run[2]}`)" for run in runs}
+    return NotebookOrigin(runs=tuple(runs), labels=labels)
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (
+            "Your code raised ValueError: bad (line 12 of autograd_loop.py).",
+            "Your code raised ValueError: bad (line 4 of notebook cell 7 (`first line 7`)).",
+        ),
+        (
+            "autograd_loop.py has a syntax error on line 20: '[' was never closed.",
+            "notebook cell 9 (`first line 9`) has a syntax error on line 3: '[' was never closed.",
+        ),
+        (
+            'File "/tmp/job/submission/autograd_loop.py", line 10, in train\n',
+            'File "notebook cell 7 (`first line 7`)", line 2, in train\n',
+        ),
+        (
+            "autograd_loop.py must not use autograd. Found: line 9: .backward; line 19: x",
+            "autograd_loop.py must not use autograd. Found: line 1 of notebook cell 7 "
+            "(`first line 7`): .backward; line 2 of notebook cell 9 (`first line 9`): x",
+        ),
+        (
+            "line 2 of autograd_loop.py: the grader's header",
+            "line 2 of autograd_loop.py: the grader's header",
+        ),
+        ("line 12 of manual_backprop.py", "line 12 of manual_backprop.py"),
+        ("Found: line 9: x (no file named)", "Found: line 9: x (no file named)"),
+    ],
+    ids=["runtime", "syntax", "traceback", "static-rule", "header-line", "other-file", "unnamed"],
+)
+def test_point_at_cells(message: str, expected: str) -> None:
+    origin = origin_for((9, 5, 7, 1), (18, 3, 9, 1))
+    assert point_at_cells(message, {"autograd_loop.py": origin}, "autograd_loop.py") == expected
+
+
+def test_the_origin_header_is_read_only_from_the_header() -> None:
+    assert read_origin("import os\n# grader-notebook-origin: {}\n") is None
+    assert read_origin("# x\n# grader-notebook-origin: {not json\n") is None
+    assert read_origin('# x\n# grader-notebook-origin: {"runs": [["a"]]}\n') is None
+
+
+# -- hostile and malformed notebooks -----------------------------------------------------
+
+
+def raw_notebook(cells: list[Any]) -> bytes:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}).encode()
+
+
+def test_wrong_types_anywhere_cost_only_their_cell(assignment: Assignment) -> None:
+    reference = (SOLUTIONS_DIR / "autograd_loop.py").read_text(encoding="utf-8")
+    cells: list[Any] = [
+        {
+            "cell_type": "code",
+            "metadata": {"tags": 5},
+            "source": ["import torch\n", "S = 1\n"],
+            "outputs": 7,
+            "execution_count": "x",
+        },
+        {"cell_type": "code", "metadata": [], "source": "# part: autograd_loop\n" + reference},
+        {"cell_type": "markdown", "metadata": {"tags": [1, None]}, "source": 12},
+        {"cell_type": 3, "source": "# part: manual_backprop\n"},
+        "not a cell",
+        {"cell_type": "code", "metadata": {"tags": ["part:custom_sigmoid"]}, "source": 5},
+        {"cell_type": "code", "source": [1, 2], "metadata": {"tags": "part:two_layer_net"}},
+    ]
+    merged = merge_notebook_parts(raw_notebook(cells), assignment, {})
+    assert merged.origin == {"autograd_loop": "notebook", "custom_sigmoid": "notebook"}
+    assert "def train_autograd" in built(merged, "autograd_loop.py")
+    origin = read_origin(built(merged, "custom_sigmoid.py"))
+    assert origin is not None
+    assert origin.problem == (
+        "The notebook cell 6 marked part:custom_sigmoid cannot be graded: its source is not "
+        "text; re-type it in Jupyter."
+    )
+    notes = "\n".join(merged.notes)
+    assert "Notebook cells 1, 3, 7: metadata.tags is not a list of strings" in notes
+    assert "Notebook cell 2: metadata is not a JSON object" in notes
+    assert "Notebook cell 4: no valid cell_type" in notes
+    assert "Notebook cell 5: not a cell" in notes
+    assert "Notebook cells 3, 6, 7: source is not text" in notes
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"cells": [', "is not valid JSON (line 1, column 12"),
+        (b"\xff\xfe{}", "is not UTF-8 text"),
+        (b"[]", "has no list of cells"),
+        (b'{"nbformat": 3, "worksheets": []}', "old format version 3"),
+        (b"[" * 100_000 + b"]" * 100_000, "could not be read"),
+        (raw_notebook([{}] * (MAX_CELLS + 1)), f"more than the {MAX_CELLS:,}"),
+    ],
+    ids=["truncated", "not-utf8", "not-an-object", "version-3", "deep", "too-many-cells"],
+)
+def test_unreadable_notebooks_are_a_submission_error(
+    assignment: Assignment, data: bytes, message: str
+) -> None:
+    with pytest.raises(SubmissionError, match=r"(?s).*" + message.replace("(", r"\(")):
+        merge_notebook_parts(data, assignment, {})
+
+
+def test_a_30000_import_cell_costs_only_its_part(assignment: Assignment) -> None:
+    imports = "import math\n" * 30_000
+    cells = [
+        code(imports),
+        code("# part: manual_backprop\n" + imports + "def forward_backward():\n    pass\n"),
+        code("# part: autograd_loop\ndef train_autograd():\n    return [math.pi]\n"),
+    ]
+    merged = extract(assignment, *cells)
+    origin = read_origin(built(merged, "manual_backprop.py"))
+    assert origin is not None
+    assert origin.problem == (
+        "The notebook cell 2 (`# part: manual_backprop`) marked part:manual_backprop cannot be "
+        f"graded: it holds {len(cells[1].source):,} characters, over the {MAX_CELL_CHARS:,} "
+        "the grader reads in one cell; keep data in files and split long code over several cells."
+    )
+    assert "Notebook cell 1 (`import math`) was skipped by the grader: it holds 360,000" in (
+        " ".join(merged.notes)
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ("a = 1\n" * (MAX_CELL_STATEMENTS + 1), "top-level statements, over the"),
+        ('x = f"' + "{a}" * (MAX_CELL_BRACES + 1) + '"\n', "long f-strings are slow to parse"),
+        ("x = " + "(" * 300 + ")" * 300 + "\n", "syntax error"),
+        ("x = " + "-" * 50_000 + "1\n", "too deeply nested"),
+    ],
+    ids=["statements", "f-string-fields", "parentheses", "nesting"],
+)
+def test_cells_beyond_the_parser_bounds_are_refused_with_the_reason(
+    assignment: Assignment, source: str, problem: str
+) -> None:
+    merged = extract(assignment, code("# part: autograd_loop\n" + source))
+    origin = read_origin(built(merged, "autograd_loop.py"))
+    if problem == "syntax error":
+        assert any("it has a syntax error" in note for note in merged.notes)
+    else:
+        assert origin is not None and problem in origin.problem
+
+
+def test_lone_surrogates_and_hostile_first_lines_stay_safe(assignment: Assignment) -> None:
+    cells = [
+        {
+            "cell_type": "code",
+            "metadata": {"tags": ["part:autograd_loop"]},
+            "source": "# \x1b[2J`\ud800 my code\n"
+            "S = '\ud800'\ndef train_autograd():\n    return [S]\n",
+        }
+    ]
+    merged = merge_notebook_parts(raw_notebook(cells), assignment, {})
+    text = built(merged, "autograd_loop.py")
+    assert "\ufffd" in text and "\x1b" not in text.split("\n")[1]
+    origin = read_origin(text)
+    assert (
+        origin is not None
+        and "\x1b" not in origin.labels[1]
+        and "`" not in origin.labels[1][len("cell 1 (`") : -len("`)")]
+    )
 
 
 def test_damaged_notebook_is_a_submission_error(assignment: Assignment) -> None:
-    with pytest.raises(SubmissionError, match="could not be read"):
+    with pytest.raises(SubmissionError, match="not valid JSON"):
         merge_notebook_parts(b'{"cells": [', assignment, {})
 
 
@@ -255,3 +614,93 @@ def test_notebook_only_submission_grades_like_the_py_files(
     assert outcomes == {(t["name"], t["outcome"], t["score"]) for t in expected["tests"]}
     assert {part["source"] for part in report["parts"].values()} == {"notebook"}
     assert "notebook cell marked part:manual_backprop" in " ".join(process.stdout.split())
+
+
+# -- the corpus: each case runs in Jupyter, then is graded end to end ---------------------
+
+
+def execute_notebook(folder: Path) -> None:
+    """Run the folder's walkthrough.ipynb top to bottom in a Jupyter kernel, in `folder`."""
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(folder / "walkthrough.ipynb", as_version=4)
+    client = NotebookClient(
+        notebook, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(folder)}}
+    )
+    client.execute()
+
+
+def part_feedback(report: dict[str, Any], part: str) -> str:
+    messages = [test["message"] for test in report["tests"] if test["part"] == part]
+    return "\n".join([report["parts"][part].get("problem", ""), *messages])
+
+
+def assert_graded_as_expected(
+    report: dict[str, Any], expected: dict[str, Any], process_output: str
+) -> None:
+    assert report["grader_error"] is None, report["grader_error"]
+    assert part_scores(report) == pytest.approx({**POINTS, **expected.get("scores", {})})
+    for part, needles in expected.get("messages", {}).items():
+        feedback = part_feedback(report, part)
+        for needle in needles:
+            assert needle in feedback, f"{part}: {needle!r} not in\n{feedback}"
+    notes = "\n".join(report["submission"]["notes"])
+    for part, needles in expected.get("notes", {}).items():
+        for needle in needles:
+            assert f"{part}: " in notes and needle in notes, f"{needle!r} not in\n{notes}"
+    assert "Traceback" not in process_output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "case", sorted(path for path in CORPUS.iterdir() if path.is_dir()), ids=lambda path: path.name
+)
+def test_notebook_corpus(case: Path, tmp_path: Path) -> None:
+    expected = tomllib.loads((case / "expected.toml").read_text(encoding="utf-8"))
+    # The reference .py files next to the notebook: its default import cells use them, and
+    # a part taken from the notebook must ignore its .py file.
+    submission = copy_part_files(SOLUTIONS_DIR, tmp_path / "submission")
+    shutil.copy(case / "walkthrough.ipynb", submission)
+    if expected["runs_in_jupyter"]:
+        jupyter = shutil.copytree(submission, tmp_path / "jupyter")
+        execute_notebook(jupyter)
+    process, report, _ = grade_to_report(submission, tmp_path)
+    assert process.returncode == 0, process.stderr
+    assert_graded_as_expected(report, expected, process.stdout)
+
+
+@pytest.mark.slow
+def test_a_hostile_notebook_costs_only_the_parts_that_come_from_it(tmp_path: Path) -> None:
+    """Wrong types everywhere, a 30,000-import cell, a part cell whose source is a number."""
+    walkthrough = json.loads((ASSIGNMENT_DIR / "walkthrough.ipynb").read_text(encoding="utf-8"))
+    for cell in walkthrough["cells"]:
+        cell["metadata"] = {"tags": 5}
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = {"not": "a list"}, "seven"
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if source.startswith("# part: manual_backprop"):
+            reference = (SOLUTIONS_DIR / "manual_backprop.py").read_text(encoding="utf-8")
+            cell["source"] = "# part: manual_backprop\n" + "import math\n" * 30_000 + reference
+        elif source.startswith("# part: autograd_loop"):
+            cell["metadata"] = {"tags": ["part:autograd_loop"]}
+            cell["source"] = 42
+        elif source.startswith("# part: two_layer_net"):
+            reference = (SOLUTIONS_DIR / "two_layer_net.py").read_text(encoding="utf-8")
+            cell["source"] = ("# part: two_layer_net\n" + reference).splitlines(keepends=True)
+    walkthrough["cells"].insert(1, {"cell_type": None, "source": ["x"]})
+    submission = copy_part_files(SOLUTIONS_DIR, tmp_path / "submission")
+    (submission / "walkthrough.ipynb").write_text(json.dumps(walkthrough), encoding="utf-8")
+    process, report, _ = grade_to_report(submission, tmp_path)
+    assert process.returncode == 0, process.stderr
+    expected = {
+        "scores": {"manual_backprop": 0, "autograd_loop": 0},
+        "messages": {
+            "manual_backprop": ["marked part:manual_backprop cannot be graded: it holds 3"],
+            "autograd_loop": ["marked part:autograd_loop cannot be graded: its source is not text"],
+        },
+    }
+    assert_graded_as_expected(report, expected, process.stdout)
+    assert report["parts"]["two_layer_net"]["source"] == "notebook"
+    notes = " ".join(report["submission"]["notes"])
+    assert "metadata.tags is not a list of strings" in notes
+    assert "no valid cell_type" in notes
