@@ -1,13 +1,14 @@
 """The assignment's content holds together: stubs, reference, public tests, fixtures, notebook.
 
 The public tests must pass on the reference and fail on the untouched stubs; the
-committed fixtures and notebook must be exactly what their generators produce; the
-notebook must run; and nothing shipped to students may contain reference code.
+committed fixtures must match what their generator produces (within tolerance) and the
+notebook exactly; the notebook must run; and nothing shipped to students may contain reference code.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import os
 import shutil
 import subprocess
@@ -18,8 +19,10 @@ from xml.etree import ElementTree
 
 import nbformat
 import pytest
+import torch
 
 from grader.assignment import load_assignment
+from grader.validate import compare_fixture_folders, fixture_difference, regenerate_fixtures
 
 COURSE_ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT_DIR = COURSE_ROOT / "assignments" / "pytorch_basics"
@@ -129,18 +132,21 @@ def test_every_public_test_has_points_and_a_one_line_docstring() -> None:
             assert docstring and "\n" not in docstring, f"{path.name}::{test.name}"
 
 
-def test_regenerated_fixtures_are_byte_identical(tmp_path: Path) -> None:
-    run_python(
-        SOLUTIONS_DIR / "make_public_fixtures.py", "--out", tmp_path / "fixtures", cwd=tmp_path
-    )
-    committed = sorted(path.name for path in FIXTURES_DIR.iterdir())
-    regenerated = sorted(path.name for path in (tmp_path / "fixtures").iterdir())
-    assert regenerated == committed
-    for name in committed:
-        assert (tmp_path / "fixtures" / name).read_bytes() == (FIXTURES_DIR / name).read_bytes(), (
-            f"{name} changed: rerun make_public_fixtures.py and commit the result"
-        )
+def test_regenerated_fixtures_match_within_tolerance(tmp_path: Path) -> None:
+    """Within the grader's tolerances, not byte for byte: CPUs differ in the last bit."""
+    out = tmp_path / "fixtures"
+    regenerate_fixtures(SOLUTIONS_DIR / "make_public_fixtures.py", out)
+    assert compare_fixture_folders(out, FIXTURES_DIR) == []
     assert sum(path.stat().st_size for path in FIXTURES_DIR.iterdir()) < MAX_FIXTURE_BYTES
+
+
+def test_fixture_comparison_allows_an_ulp_and_names_a_real_difference() -> None:
+    want = {"loss": [1.0, 2.0], "w": torch.ones(3, dtype=torch.float64)}
+    ulp = {"loss": [1.0, math.nextafter(2.0, 3.0)], "w": torch.ones(3, dtype=torch.float64)}
+    ulp["w"][1] = math.nextafter(1.0, 2.0)
+    assert fixture_difference(ulp, want, "f") == ""
+    wrong = {"loss": [1.0, 2.0], "w": torch.tensor([1.0, 1.5, 1.0], dtype=torch.float64)}
+    assert fixture_difference(wrong, want, "f").startswith("f['w']")
 
 
 def test_rebuilt_notebook_is_byte_identical(tmp_path: Path) -> None:
