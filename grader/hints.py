@@ -57,7 +57,7 @@ GENERIC_HINTS = (
         "misplaced, or sizes are hard-coded instead of read from the inputs.",
     ),
     Hint(
-        ("'NoneType' object has no attribute 'zero_'", "unsupported operand type(s) for *: "),
+        ("'NoneType' object has no attribute 'zero_'", "for *: 'float' and 'NoneType'"),
         "a tensor's .grad is None until the first backward() has filled it: zero the "
         "gradients after the update (or test `if w.grad is not None`), not before the first "
         "backward.",

@@ -8,11 +8,14 @@ per-dtype tolerances below, so a student reads "grad_w1 has shape (53, 29), expe
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
+
+from grader.rules import cpu_only_uses
 
 # One place for tolerances. float32 allows for a different summation order (and TF32
 # being off, see grader/sandbox.py); float64 is tight enough that real bugs never pass.
@@ -24,6 +27,17 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 }
 # Losses after many training steps drift further apart through legitimate rounding.
 LOSS_RTOL: dict[torch.dtype, float] = {torch.float32: 1e-3, torch.float64: 1e-6}
+# What a probe reports as the type of a value the contract calls a float: Python's, or a numpy
+# scalar (np.float64 even subclasses float); both convert exactly with float().
+FLOAT_TYPE_NAMES = frozenset({"float", "float16", "float32", "float64"})
+# How close got / want must be to a whole factor to be called one.
+FACTOR_RTOL = 1e-4
+DIVERGENCE_HINT = (
+    "Training diverged. Check the sign of the update (w -= learning_rate * grad, not +=) and "
+    "that you use the learning_rate argument as given (a larger step makes the loss explode)."
+)
+# Rows of the table of worst Jacobian entries.
+JACOBIAN_ROWS = 5
 
 
 def _describe(value: Any) -> str:
@@ -36,6 +50,71 @@ def _with_hint(message: str, hint: str | None) -> str:
     return f"{message}\nHint: {hint}" if hint else message
 
 
+def _factor_names(sizes: Mapping[str, int]) -> dict[int, str]:
+    """Whole factors a sum-versus-mean mix-up produces: each size and products of two."""
+    names: dict[int, str] = {}
+    for count in (1, 2):
+        for combo in itertools.combinations(sizes.items(), count):
+            value = math.prod(size for _, size in combo)
+            names.setdefault(value, "*".join(name for name, _ in combo))
+    return names
+
+
+def constant_factor(ratio: float, sizes: Mapping[str, int] | None = None, noun: str = "") -> str:
+    """Name a ratio got / want that is a whole factor (or its inverse), or "" when it is not.
+
+    With `sizes` ({"N": 37, "D_out": 7}), a factor equal to one of them or a product of two is
+    named after them: that is a sum taken where the reference averages, or the other way round.
+    """
+    if not math.isfinite(ratio) or ratio <= 0:
+        return ""
+    inverse = ratio < 1
+    factor = 1 / ratio if inverse else ratio
+    whole = round(factor)
+    if whole < 2 or not math.isclose(factor, whole, rel_tol=FACTOR_RTOL):
+        return ""
+    name = _factor_names(sizes or {}).get(whole)
+    times = f"1/{whole}" if inverse else f"{whole}"
+    text = f"exactly {times} times the reference's {noun}".rstrip()
+    if name:
+        text += f" ({whole} = {name})"
+    if name or whole != 2:
+        text += (
+            ": averaged where the reference sums (check for mean instead of sum)"
+            if inverse
+            else ": summed where the reference averages (check for sum instead of mean)"
+        )
+    return text
+
+
+def _uniform_ratio(got: torch.Tensor, want: torch.Tensor) -> float:
+    """got / want when it is the same for every element (within FACTOR_RTOL), else nan."""
+    mask = want != 0
+    if not bool(mask.any()) or bool((got[~mask] != 0).any()):
+        return math.nan
+    ratios = (got[mask].double() / want[mask].double()).flatten()
+    first = float(ratios[0])
+    if not bool(torch.allclose(ratios, torch.full_like(ratios, first), rtol=FACTOR_RTOL)):
+        return math.nan
+    return first
+
+
+def _non_finite(got: torch.Tensor, want: torch.Tensor) -> str:
+    """Where `got` holds nan or inf while the reference is finite, or ""."""
+    if not (got.is_floating_point() or got.is_complex()):
+        return ""
+    bad = ~torch.isfinite(got) & torch.isfinite(want)
+    count = int(bad.sum())
+    if count == 0:
+        return ""
+    first = tuple(int(i) for i in bad.nonzero()[0].tolist())
+    value = got[first].item() if first else got.item()
+    return (
+        f"holds nan or inf in {count} of {got.numel()} elements where the reference is finite "
+        f"(first at index {first}: {value})"
+    )
+
+
 def assert_tensor_close(
     got: Any,
     want: torch.Tensor,
@@ -44,8 +123,13 @@ def assert_tensor_close(
     hint: str | None = None,
     rtol: float | None = None,
     atol: float | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> None:
-    """Assert `got` is a tensor like `want` (type, shape, dtype, device) with close values."""
+    """Assert `got` is a tensor like `want` (type, shape, dtype, device) with close values.
+
+    Values that are nan or inf, or all off by one whole factor, are named as such; `sizes`
+    ({"N": 37, "D_out": 7}) names a factor that equals a size or a product of two.
+    """
     if type(got) is not torch.Tensor:
         raise AssertionError(
             _with_hint(f"{what}: expected a torch.Tensor, got {_describe(got)}.", hint)
@@ -69,11 +153,15 @@ def assert_tensor_close(
         raise AssertionError(
             _with_hint(
                 f"{what}: expected the result on {want.device}, got {got.device}. Create new "
-                "tensors with device=x.device and never call .cpu()/.cuda() yourself.",
+                "tensors on the inputs' device (device=x.device, or the `device` argument where "
+                "your function takes one) and never call .cpu()/.cuda() yourself.",
                 hint,
             )
         )
     default_rtol, default_atol = TOLERANCES.get(want.dtype, (0.0, 0.0))
+    non_finite = _non_finite(got, want)
+    if non_finite:
+        raise AssertionError(_with_hint(f"{what} {non_finite}.", hint))
     try:
         torch.testing.assert_close(
             got,
@@ -84,7 +172,12 @@ def assert_tensor_close(
             msg=lambda detail: f"{what} differs from the reference.\n{detail}",
         )
     except AssertionError as mismatch:
-        raise AssertionError(_with_hint(str(mismatch), hint)) from None
+        message = str(mismatch)
+        noun = "value" if want.numel() == 1 else "values, every element"
+        factor = constant_factor(_uniform_ratio(got, want), sizes, noun) if want.numel() else ""
+        if factor:
+            message = f"{what} is {factor}.\n{message}"
+        raise AssertionError(_with_hint(message, hint)) from None
 
 
 def assert_losses_close(
@@ -95,8 +188,14 @@ def assert_losses_close(
     hint: str | None = None,
     dtype: torch.dtype = torch.float64,
     rtol: float | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> None:
-    """Assert `got` is a list of floats as long as `want`, naming the first step that diverged."""
+    """Assert `got` is a list of floats as long as `want`, naming the first step that diverged.
+
+    The message names the usual causes it can see: a nan or inf loss (training diverged), and
+    a first loss that is a whole factor off (a sum where the reference averages, or the
+    other way round; `sizes` as in `assert_tensor_close`).
+    """
     if not isinstance(got, list) or not all(type(v) is float for v in got):
         kinds = sorted({type(v).__name__ for v in got}) if isinstance(got, list) else []
         detail = f"a list of {', '.join(kinds)}" if kinds else _describe(got)
@@ -113,14 +212,70 @@ def assert_losses_close(
         )
     tolerance = LOSS_RTOL.get(dtype, 1e-3) if rtol is None else rtol
     for step, (g, w) in enumerate(zip(got, want, strict=True)):
-        if not math.isfinite(g) or not math.isclose(g, w, rel_tol=tolerance, abs_tol=1e-9):
-            raise AssertionError(
-                _with_hint(
-                    f"{what}: first differs at step {step}: got {g:.6g}, expected {w:.6g} "
-                    f"(relative tolerance {tolerance:g}). Steps before it matched.",
-                    hint,
-                )
+        if math.isfinite(g) and math.isclose(g, w, rel_tol=tolerance, abs_tol=1e-9):
+            continue
+        message = (
+            f"{what}: first differs at step {step}: got {g:.6g}, expected {w:.6g} "
+            f"(relative tolerance {tolerance:g})."
+        )
+        message += " Steps before it matched." if step else ""
+        if not math.isfinite(g) and math.isfinite(w):
+            message += f" The loss is {g} at step {step}: {DIVERGENCE_HINT}"
+        elif step == 0 and (factor := constant_factor(g / w if w else math.nan, sizes, "loss")):
+            message += f" The first loss is {factor}."
+        elif step > 0 and g > got[step - 1] and w <= want[step - 1]:
+            message += (
+                " Your loss grows where the reference's shrinks: check the sign of the update "
+                "(w -= learning_rate * grad) and the learning rate."
             )
+        raise AssertionError(_with_hint(message, hint))
+
+
+def assert_jacobian_close(
+    analytical: torch.Tensor,
+    numerical: torch.Tensor,
+    *,
+    what: str,
+    hint: str | None = None,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+) -> None:
+    """Assert a backward's Jacobian matches finite differences, as gradcheck does.
+
+    `analytical[j, i]` and `numerical[j, i]` are d output j / d input i. A mismatch is shown
+    as a short table of the worst entries, not the whole matrices.
+    """
+    for name, value in (("analytical", analytical), ("numerical", numerical)):
+        if type(value) is not torch.Tensor or value.dim() != 2:
+            raise AssertionError(f"{what}: the {name} Jacobian is {_describe(value)}.")
+    if analytical.shape != numerical.shape:
+        raise AssertionError(
+            _with_hint(
+                f"{what}: the gradient has the wrong shape (Jacobian {tuple(analytical.shape)}, "
+                f"expected {tuple(numerical.shape)}).",
+                hint,
+            )
+        )
+    error = (analytical - numerical).abs()
+    error = torch.where(torch.isfinite(error), error, torch.full_like(error, math.inf))
+    bad = error > atol + rtol * numerical.abs()
+    if not bool(bad.any()):
+        return
+    worst = torch.topk(error.flatten(), min(JACOBIAN_ROWS, int(bad.sum()))).indices.tolist()
+    columns = error.shape[1]
+    lines = [f"  {'output':>6} {'input':>6} {'numerical':>12} {'your backward':>14}"]
+    for flat in worst:
+        row, column = divmod(int(flat), columns)
+        lines.append(
+            f"  {row:>6} {column:>6} {float(numerical[row, column]):>12.6g} "
+            f"{float(analytical[row, column]):>14.6g}"
+        )
+    message = (
+        f"{what} disagrees with the numerical derivative of the forward in "
+        f"{int(bad.sum())} of {bad.numel()} Jacobian entries (d output / d input); the worst:\n"
+        + "\n".join(lines)
+    )
+    raise AssertionError(_with_hint(message, hint))
 
 
 def assert_scalar_close(
@@ -133,3 +288,23 @@ def assert_scalar_close(
         )
     if not math.isclose(got, want, rel_tol=rel_tol, abs_tol=1e-12):
         raise AssertionError(_with_hint(f"{what}: got {got:.6g}, expected {want:.6g}.", hint))
+
+
+def assert_runs_on_gpu(source: str | None, file_name: str) -> None:
+    """Assert `source` holds nothing that works on CPU tensors only (numpy on tensors).
+
+    Meant for a test worth no points: CPU grading passes such code, and this says why it would
+    fail on a GPU.
+    """
+    if source is None:
+        return
+    try:
+        found = cpu_only_uses(source)
+    except SyntaxError:
+        return  # the part's other tests say so
+    if found:
+        raise AssertionError(
+            f"Warning (no points lost): {file_name} calls numpy on tensors ({'; '.join(found)}). "
+            "That works on CPU tensors only: on a GPU, .numpy() raises and the code fails. Stay "
+            "in torch (torch.exp, tensor methods), which runs on any device."
+        )

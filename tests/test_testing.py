@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from grader.testing import assert_losses_close, assert_scalar_close, assert_tensor_close
+from grader.testing import (
+    FLOAT_TYPE_NAMES,
+    assert_jacobian_close,
+    assert_losses_close,
+    assert_scalar_close,
+    assert_tensor_close,
+)
 
 
 def test_shape_mismatch_names_both_shapes() -> None:
@@ -72,3 +78,66 @@ def test_scalar_must_be_a_float() -> None:
     with pytest.raises(AssertionError, match="expected a Python float, got a tensor"):
         assert_scalar_close(torch.tensor(1.0), 1.0, what="evaluate()")
     assert_scalar_close(1.0 + 1e-9, 1.0, what="evaluate()")
+
+
+def test_losses_summed_instead_of_averaged_are_named_with_their_factor() -> None:
+    with pytest.raises(AssertionError, match=r"exactly 259 times .*259 = N\*D_out.*summed"):
+        assert_losses_close(
+            [259.0 * 4, 1.0], [4.0, 3.0], what="losses", sizes={"N": 37, "D_out": 7}
+        )
+    with pytest.raises(AssertionError, match=r"exactly 1/37 times .*37 = N.*averaged"):
+        assert_losses_close([4.0 / 37], [4.0], what="losses", sizes={"N": 37, "D_out": 7})
+
+
+def test_a_loss_that_is_not_a_whole_factor_off_names_no_factor() -> None:
+    with pytest.raises(AssertionError) as caught:
+        assert_losses_close([6.0], [4.0], what="losses", sizes={"N": 37})
+    assert "times the reference" not in str(caught.value)
+
+
+def test_divergence_names_the_first_non_finite_step_and_the_update() -> None:
+    with pytest.raises(AssertionError, match=r"step 2.*The loss is inf at step 2.*sign"):
+        assert_losses_close([3.0, 2.0, float("inf")], [3.0, 2.0, 1.0], what="losses")
+
+
+def test_growing_losses_point_at_the_update_sign() -> None:
+    with pytest.raises(AssertionError, match="grows where the reference's shrinks"):
+        assert_losses_close([3.0, 4.0], [3.0, 2.0], what="losses")
+
+
+def test_gradients_off_by_a_constant_factor_are_named() -> None:
+    want = torch.randn(5, 3, dtype=torch.float64)
+    with pytest.raises(AssertionError, match=r"grad_w1 is exactly 1/15 times .*15 = N\*D_out"):
+        assert_tensor_close(want / 15, want, what="grad_w1", sizes={"N": 5, "D_out": 3})
+
+
+def test_nan_in_a_tensor_is_named_with_where_it_is() -> None:
+    want = torch.ones(2, 3)
+    got = want.clone()
+    got[1, 2] = float("nan")
+    with pytest.raises(AssertionError, match=r"nan or inf in 1 of 6 .*index \(1, 2\)"):
+        assert_tensor_close(got, want, what="y")
+
+
+def test_device_mismatch_mentions_the_device_argument() -> None:
+    got = torch.zeros(2, device="meta")
+    with pytest.raises(AssertionError, match="the `device` argument where your function takes"):
+        assert_tensor_close(got, torch.zeros(2), what="y")
+
+
+def test_jacobian_mismatch_is_a_short_table_of_the_worst_entries() -> None:
+    numerical = torch.eye(12, dtype=torch.float64)
+    analytical = numerical * 2
+    with pytest.raises(AssertionError) as caught:
+        assert_jacobian_close(analytical, numerical, what="Sigmoid.backward", hint="check it")
+    text = str(caught.value)
+    assert "in 12 of 144 Jacobian entries" in text
+    assert len(text.splitlines()) == 2 + 5 + 1  # message, header, five rows, hint
+    assert text.endswith("Hint: check it")
+    assert_jacobian_close(numerical + 1e-9, numerical, what="Sigmoid.backward")
+
+
+def test_numpy_float_scalars_count_as_floats() -> None:
+    import numpy as np
+
+    assert {type(np.float32(1)).__name__, type(np.float64(1)).__name__} <= FLOAT_TYPE_NAMES

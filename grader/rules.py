@@ -1,0 +1,196 @@
+"""Source rules for hidden tests ("no autograd here", "no built-in sigmoid"), read with `ast`.
+
+A rule lists the attributes, names, modules and strings it forbids; `forbidden_uses` also
+reports, whatever the rule, every way Python offers to reach a forbidden name without writing
+it: attribute access by a name built at run time (`getattr(torch, "auto" + "grad")`),
+namespaces read as dicts (`__dict__`, `vars`, `globals`), code built from strings (`eval`,
+`exec`, `compile`, `__import__`, `importlib`), and torch's low-level entry points that bypass
+the Python functions a run-time check can watch (`torch._C`, `torch.ops`,
+`torch._VariableFunctions`). Such a rule still cannot be complete (Python can always build a
+name some other way), so hidden tests give it a low weight and pair it with a run-time check.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# Builtins that reach attributes or run code by names given as data.
+DYNAMIC_BUILTINS = frozenset(
+    {
+        "getattr",
+        "setattr",
+        "delattr",
+        "hasattr",
+        "vars",
+        "globals",
+        "locals",
+        "eval",
+        "exec",
+        "compile",
+        "__import__",
+        "__builtins__",
+        "breakpoint",
+    }
+)
+# The attribute builtins: with a string literal as the name they are as readable as a dot.
+ATTRIBUTE_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
+# Attributes that read a namespace as data or look attributes up by name.
+DYNAMIC_ATTRIBUTES = frozenset(
+    {
+        "__dict__",
+        "__getattribute__",
+        "__getattr__",
+        "__builtins__",
+        "__globals__",
+        "__import__",
+        "getattr_static",
+        "attrgetter",
+        "methodcaller",
+        "import_module",
+        "modules",  # sys.modules
+    }
+)
+DYNAMIC_MODULES = ("importlib", "builtins", "operator")
+# torch's entry points below its Python API: every built-in op and the autograd engine are
+# reachable there, and calls through them skip `__torch_function__` hooks.
+TORCH_BACKDOORS = frozenset(
+    {"_C", "ops", "_VariableFunctions", "_execution_engine", "_ImperativeEngine", "_ops"}
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one source rule forbids (besides the dynamic access every rule refuses)."""
+
+    attributes: frozenset[str] = frozenset()
+    names: frozenset[str] = frozenset()
+    # Modules (and their submodules) that may not be imported.
+    modules: tuple[str, ...] = ()
+    # String constants that may not appear (getattr(w, "backward")); docstrings are exempt.
+    strings: frozenset[str] = frozenset()
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the Constant nodes that are docstrings (a rule never reads prose)."""
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            value = body[0].value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                found.add(id(value))
+    return found
+
+
+def _literal_name_call(node: ast.Call) -> bool:
+    """getattr(obj, "name") and friends, with the name written out."""
+    return (
+        isinstance(node.func, ast.Name)
+        and node.func.id in ATTRIBUTE_BUILTINS
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    )
+
+
+def _imports(node: ast.Import | ast.ImportFrom) -> Iterable[str]:
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+    else:
+        module = node.module or ""
+        yield module
+        yield from (f"{module}.{alias.name}" for alias in node.names)
+
+
+def _under(module: str, prefixes: Iterable[str]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def forbidden_uses(source: str, rule: Rule) -> list[str]:
+    """One "line N: what" per use of something `rule` forbids, or of dynamic access.
+
+    Raises SyntaxError when `source` does not parse.
+    """
+    tree = ast.parse(source)
+    docstrings = _docstrings(tree)
+    # The getattr(...) calls whose name is a literal: the call is fine, the name is checked.
+    literal_calls = {
+        id(node.func)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and _literal_name_call(node)
+    }
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Attribute):
+            if node.attr in rule.attributes:
+                found.append((line, f".{node.attr}"))
+            elif node.attr in TORCH_BACKDOORS:
+                found.append((line, f".{node.attr} (torch's low-level entry points)"))
+            elif node.attr in DYNAMIC_ATTRIBUTES:
+                found.append((line, f".{node.attr} (attributes looked up by name)"))
+        elif isinstance(node, ast.Name):
+            if node.id in rule.names:
+                found.append((line, node.id))
+            elif node.id in DYNAMIC_BUILTINS and id(node) not in literal_calls:
+                found.append((line, f"{node.id} with a name built at run time"))
+        elif isinstance(node, ast.keyword) and node.arg in rule.attributes:
+            found.append((line, f"{node.arg}="))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for module in _imports(node):
+                if _under(module, rule.modules):
+                    found.append((line, f"import of {module}"))
+                    break
+                if _under(module, DYNAMIC_MODULES):
+                    found.append((line, f"import of {module} (attributes looked up by name)"))
+                    break
+                if module.split(".")[-1] in TORCH_BACKDOORS | rule.attributes:
+                    found.append((line, f"import of {module}"))
+                    break
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and node.value in rule.strings | rule.attributes | TORCH_BACKDOORS
+        ):
+            found.append((line, repr(node.value)))
+    return [f"line {line}: {what}" for line, what in sorted(set(found))]
+
+
+def _numpy_aliases(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """Names bound to the numpy module, and names imported from it."""
+    modules: set[str] = set()
+    functions: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "numpy" or alias.name.startswith("numpy."):
+                    modules.add(alias.asname or "numpy")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "numpy":
+            functions.update(alias.asname or alias.name for alias in node.names)
+    return modules, functions
+
+
+def cpu_only_uses(source: str) -> list[str]:
+    """One "line N: what" per use that works on CPU tensors only: numpy on tensors.
+
+    `.numpy()` and numpy functions fail on CUDA tensors, so code that passes a CPU grade with
+    them breaks on a GPU. Raises SyntaxError when `source` does not parse.
+    """
+    tree = ast.parse(source)
+    modules, functions = _numpy_aliases(tree)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "numpy" and not node.args:
+            found.append((node.lineno, ".numpy()"))
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id in modules:
+                found.append((node.lineno, f"{func.value.id}.{func.attr}()"))
+        elif isinstance(func, ast.Name) and func.id in functions:
+            found.append((node.lineno, f"{func.id}() from numpy"))
+    return [f"line {line}: {what}" for line, what in sorted(set(found))]

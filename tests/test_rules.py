@@ -1,0 +1,76 @@
+"""Source rules see forbidden names however they are written, and never read prose."""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.rules import Rule, cpu_only_uses, forbidden_uses
+
+NO_AUTOGRAD = Rule(
+    attributes=frozenset({"backward", "requires_grad_", "autograd"}),
+    names=frozenset({"autograd"}),
+    modules=("torch.autograd",),
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ("loss.backward()", "line 1: .backward"),
+        ("from torch import autograd", "import of torch.autograd"),
+        ("import torch.autograd as ag", "import of torch.autograd"),
+        ("w = w.requires_grad_()", ".requires_grad_"),
+        ("f = getattr(torch, 'autograd')", "'autograd'"),
+        ("f = getattr(torch, 'auto' + 'grad')", "getattr with a name built at run time"),
+        ("f = getattr(torch, f'{a}grad')", "getattr with a name built at run time"),
+        ("g = getattr", "getattr with a name built at run time"),
+        ("f = torch.__dict__['autograd']", ".__dict__"),
+        ("f = vars(torch)[name]", "vars with a name built at run time"),
+        ("eval('torch.' + name)", "eval with a name built at run time"),
+        ("m = __import__('tor' + 'ch')", "__import__"),
+        ("import importlib", "import of importlib"),
+        ("from operator import attrgetter", "import of operator"),
+        ("with torch._C.DisableTorchFunction(): pass", "._C (torch's low-level"),
+        ("y = torch.ops.aten.sigmoid(x)", ".ops (torch's low-level"),
+        ("y = torch._C._VariableFunctions.sigmoid(x)", "._VariableFunctions"),
+        ("from torch import _C", "import of torch._C"),
+        ("m = sys.modules['torch']", ".modules"),
+    ],
+)
+def test_forbidden_and_dynamic_uses_are_found(source: str, found: str) -> None:
+    uses = forbidden_uses(source, NO_AUTOGRAD)
+    assert any(found in use for use in uses), uses
+
+
+def test_plain_code_docstrings_and_literal_getattr_pass() -> None:
+    source = (
+        '"""No autograd here: we never call backward()."""\n'
+        "import torch\n"
+        "def f(x, w):\n"
+        '    """Uses no .backward and no autograd."""\n'
+        "    # loss.backward() would be wrong here\n"
+        "    n = getattr(x, 'shape')\n"
+        "    return (x @ w).clamp(min=0), n\n"
+    )
+    assert forbidden_uses(source, NO_AUTOGRAD) == []
+
+
+def test_a_syntax_error_is_raised() -> None:
+    with pytest.raises(SyntaxError):
+        forbidden_uses("def (:", NO_AUTOGRAD)
+
+
+def test_numpy_on_tensors_is_found_as_cpu_only() -> None:
+    source = (
+        "import numpy as np\n"
+        "from numpy import exp\n"
+        "def f(x):\n"
+        "    a = np.exp(-x.detach().numpy())\n"
+        "    return exp(a), x.cpu()\n"
+    )
+    assert cpu_only_uses(source) == [
+        "line 4: .numpy()",
+        "line 4: np.exp()",
+        "line 5: exp() from numpy",
+    ]
+    assert cpu_only_uses("import torch\ndef f(x):\n    return torch.exp(x)\n") == []
