@@ -1,0 +1,44 @@
+"""Lying student sides against the hidden suites: no gate-opening test may pass against one.
+
+A gate-opening test (see grader.plugin.opens_gate) lets a part's self-reported and
+static-rule tests count. If one passes when the student side lies (constants, the
+reference's outputs for another seed, earlier outputs replayed), a submission that
+implements nothing collects those points.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.assignment import available_assignments, load_assignment
+from grader.lying import LIES, Lie, gate_openers_against_liars, run_against
+from tests.test_plugin import TOY_STUDENT_ONLY_TESTS, TOY_TESTS, toy_course
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", available_assignments())
+def test_no_gate_opening_test_passes_against_a_lying_student_side(name: str) -> None:
+    assert gate_openers_against_liars(load_assignment(name)) == []
+
+
+def test_liars_find_a_gate_opener_whose_answer_ignores_the_seed(tmp_path: Path) -> None:
+    assignment = toy_course(tmp_path, {"toy": TOY_TESTS, "reports": TOY_STUDENT_ONLY_TESTS})
+    toy, reports = (part.id for part in assignment.parts)
+    problems = gate_openers_against_liars(assignment)
+    ignored = [line for line in problems if "'seed ignored by the probe'" in line]
+    never = [line for line in problems if "can never score" in line]
+    assert ignored and all(f"part {toy}:" in line for line in ignored), problems
+    assert len(never) == 1 and f"part {reports}:" in never[0], problems
+    assert sorted(ignored + never) == sorted(problems)
+
+
+@pytest.mark.parametrize("lie", LIES, ids=[lie.name for lie in LIES])
+def test_every_lie_fails_a_test_that_compares_on_seeded_inputs(tmp_path: Path, lie: Lie) -> None:
+    assignment = toy_course(tmp_path, {"toy": TOY_TESTS})
+    records, broken = run_against(assignment, lie, device="cpu", grading_seed=11)
+    assert not broken
+    outcomes = {test.name: test.outcome for test in records}
+    assert outcomes["seeded"] != "passed"
+    assert outcomes["seed inside a structure"] != "passed"
