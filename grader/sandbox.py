@@ -24,6 +24,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -447,8 +448,14 @@ class Sandbox:
         self.identity: SandboxIdentity | None = None
         # What is in force for student code (environment.sandbox in report.json).
         self.protections: dict[str, Any] = {}
+        # The zygote: its control socket (our end), and its replies on its stdout.
         self._process: subprocess.Popen[bytes] | None = None
-        self._buffer = b""
+        self._control: socket.socket | None = None
+        self._zygote_replies = _Lines(-1)
+        # The current submission's server, forked by the zygote: its pid and protocol socket.
+        self._server_pid = 0
+        self._channel: socket.socket | None = None
+        self._replies = _Lines(-1)
         self._job_count = 0
         self._ready = False
         # What every job reads, written once per submission rather than once per job: the
@@ -467,7 +474,12 @@ class Sandbox:
         self.close()
 
     def use_submission(self, submission_files: dict[str, Path]) -> None:
-        """Serve later jobs from these files: one warm server can grade many submissions."""
+        """Serve later jobs from these files: one warm zygote can grade many submissions.
+
+        Their jobs get a server of their own, forked from the zygote, so nothing the last
+        submission's server held (its files, its output) is in their memory.
+        """
+        self._end_submission_server()
         self.submission_files = dict(submission_files)
         self._submission_copied = False
 
@@ -518,28 +530,35 @@ class Sandbox:
             "gid": self.identity.gid if self.identity else None,
         }
         log_file = (self.workdir / "server.log").open("ab")
-        self._process = subprocess.Popen(
-            [sys.executable, "-I", str(SERVER_SCRIPT)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log_file,
-            cwd=self.workdir,
-            env=_scrubbed_environment(self.settings, self.workdir),
-            start_new_session=True,
-        )
+        # Its stdin is a unix socket: each submission's channel is handed over through it.
+        control, zygote_end = socket.socketpair()
+        with zygote_end:
+            self._process = subprocess.Popen(
+                [sys.executable, "-I", str(SERVER_SCRIPT)],
+                stdin=zygote_end.fileno(),
+                stdout=subprocess.PIPE,
+                stderr=log_file,
+                cwd=self.workdir,
+                env=_scrubbed_environment(self.settings, self.workdir),
+                start_new_session=True,
+            )
         log_file.close()
-        self._buffer = b""
+        assert self._process.stdout is not None
+        self._control = control
+        self._zygote_replies = _Lines(self._process.stdout.fileno())
         self._ready = False
-        self._send(config)
+        with contextlib.suppress(OSError):
+            control.sendall((json.dumps(config) + "\n").encode())
 
     def wait_ready(self) -> None:
         """Wait until the launched server has imported torch and probed its protections."""
-        ready = self._receive(SERVER_START_TIMEOUT_S)
+        ready = self._zygote_replies.receive(SERVER_START_TIMEOUT_S)
         if ready is None or ready.get("event") != "ready":
             log_tail = _read_capped(self.workdir / "server.log", 4000)
             self._stop()
             raise ConfigError(f"the sandbox could not start torch; its log ends with:\n{log_tail}")
         self.protections = self._describe(dict(ready.get("protections", {})))
+        self.protections["gpu_memory_cap"] = str(ready.get("gpu_memory_cap", "unknown"))
         self._ready = True
         log.debug("sandbox ready in %.2fs: %s", ready.get("warm_up_s", 0.0), self.protections)
 
@@ -571,10 +590,12 @@ class Sandbox:
             os.close(identity.lock_fd)
 
     def _stop(self) -> None:
+        self._end_submission_server()
         process, self._process = self._process, None
+        if self._control is not None:
+            self._control.close()
+            self._control = None
         if process is not None:
-            if process.stdin:
-                process.stdin.close()
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
@@ -599,6 +620,8 @@ class Sandbox:
             self.start()
         elif not self._ready:
             self.wait_ready()
+        if self._channel is None:
+            self._start_submission_server()
         submission_dir = self._submission_copy()
         probe_copy = self._probe_copy(probe_file)
         self._job_count += 1
@@ -636,16 +659,16 @@ class Sandbox:
 
     def result(self, job: PendingJob) -> Any:
         """Wait for the job (killing it after its deadline) and return its decoded result."""
-        started = self._receive(PROTOCOL_TIMEOUT_S)
+        started = self._replies.receive(PROTOCOL_TIMEOUT_S)
         if started is None or started.get("event") != "started":
-            self._stop()
+            self._end_submission_server()
             raise SandboxError(f"the fork server did not start the job: {started!r}")
-        exited = self._receive(max(0.0, job.deadline - time.monotonic()))
+        exited = self._replies.receive(max(0.0, job.deadline - time.monotonic()))
         backstop = exited is None
         if backstop:
             log.warning("job %d outlived its monitor's deadline; killing it", job.id)
             self._kill_group(int(started["pid"]))
-            exited = self._receive(PROTOCOL_TIMEOUT_S)
+            exited = self._replies.receive(PROTOCOL_TIMEOUT_S)
         if not self.protections.get("pid_namespace"):
             self._sweep()  # without a pid namespace, daemons could outlive the job
         elapsed = time.monotonic() - job.started
@@ -693,7 +716,7 @@ class Sandbox:
     def _summary(self, exited: dict[str, Any] | None) -> dict[str, Any]:
         """What the server saw of the job (our code, never the student's), or a SandboxError."""
         if exited is None or exited.get("event") != "exited":
-            self._stop()
+            self._end_submission_server()
             raise SandboxError(f"the fork server stopped while running the job: {exited!r}")
         if exited.get("refused"):
             raise SandboxError(f"the job was not run: {exited['refused']}")
@@ -720,6 +743,15 @@ class Sandbox:
                 f"Stopped after {self.settings.limits.timeout_s:g} s while {where}. Look for an "
                 "infinite loop, a sleep, or far more work than asked (e.g. too many steps); "
                 "code at the top level of your file runs on import.",
+                output=output,
+                at_import=not imported,
+            )
+        if type(summary.get("gpu_memory_mb")) is int:
+            raise StudentFailure(
+                "error",
+                f"Your code used {summary['gpu_memory_mb']} MB of GPU memory and was stopped (the "
+                f"limit is {self.settings.limits.memory_mb} MB, plus what CUDA itself needs). "
+                "Check for tensors far larger than the inputs, or ones kept from earlier steps.",
                 output=output,
                 at_import=not imported,
             )
@@ -807,31 +839,79 @@ class Sandbox:
             roots = [*PRIVATE_DIRS, tempfile.gettempdir(), "/run/lock"]
             _remove_files_of(self.identity.uid, [Path(p) for p in dict.fromkeys(roots)])
 
-    def _send(self, message: dict[str, Any]) -> None:
-        assert self._process is not None and self._process.stdin is not None
-        try:
-            self._process.stdin.write((json.dumps(message) + "\n").encode())
-            self._process.stdin.flush()
-        except BrokenPipeError:
-            pass  # noticed by the next _receive
+    def _start_submission_server(self) -> None:
+        """Have the zygote fork a server for the current submission, on a socket of its own.
 
-    def _receive(self, timeout: float) -> dict[str, Any] | None:
-        """The next message from the server, or None on timeout or if it died."""
-        assert self._process is not None and self._process.stdout is not None
+        The socket's far end goes to the zygote as a descriptor (SCM_RIGHTS), so the
+        submission's protocol never passes through the zygote's memory. The probe files known
+        so far go with the request: the zygote imports them once for every later server.
+        """
+        assert self._control is not None
+        ours, theirs = socket.socketpair()
+        request = {"probe_files": [str(path) for path in self._shared_probes.values()]}
+        with theirs:
+            try:
+                socket.send_fds(self._control, [json.dumps(request).encode()], [theirs.fileno()])
+            except OSError:
+                ours.close()
+                self._stop()
+                raise SandboxError("the sandbox's zygote is gone") from None
+        forked = self._zygote_replies.receive(PROTOCOL_TIMEOUT_S)
+        if forked is None or forked.get("event") != "forked":
+            ours.close()
+            self._stop()
+            raise SandboxError(f"the sandbox's zygote did not fork a server: {forked!r}")
+        self._server_pid = int(forked["pid"])
+        self._channel = ours
+        self._replies = _Lines(ours.fileno())
+
+    def _end_submission_server(self) -> None:
+        """Close the submission's channel and kill its server (the zygote reaps it)."""
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.close()
+        self._replies = _Lines(-1)
+        pid, self._server_pid = self._server_pid, 0
+        if pid:
+            # Not yet reaped (the zygote reaps only when asked for the next server): the
+            # pid is still this server's.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self._channel is not None
+        # A server that is gone is noticed by the next receive.
+        with contextlib.suppress(OSError):
+            self._channel.sendall((json.dumps(message) + "\n").encode())
+
+
+class _Lines:
+    """JSON messages, one per line, read from a descriptor with a timeout."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+
+    def receive(self, timeout: float) -> dict[str, Any] | None:
+        """The next message, or None on timeout or once the other side is gone."""
+        if self.fd < 0:
+            return None
         deadline = time.monotonic() + timeout
-        fd = self._process.stdout.fileno()
-        while b"\n" not in self._buffer:
+        while b"\n" not in self.buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            ready, _, _ = select.select([fd], [], [], remaining)
+            ready, _, _ = select.select([self.fd], [], [], remaining)
             if not ready:
                 return None
-            chunk = os.read(fd, 65536)
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                return None
             if not chunk:
                 return None
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
         message = json.loads(line)
         if not isinstance(message, dict):
             return None

@@ -45,6 +45,7 @@ import re
 import resource
 import select
 import signal
+import socket
 import sys
 import sysconfig
 import time
@@ -126,6 +127,13 @@ WIRE_DTYPES = frozenset(
 MAX_PRECOMPILED_BYTES = 256 * 1024
 # In the server's work folder while it compiles a student file.
 COMPILING_MARKER = "compiling-student-file"
+# NVML's status codes, and its "not available" for a process's memory.
+NVML_SUCCESS, NVML_ERROR_INSUFFICIENT_SIZE = 0, 7
+NVML_VALUE_NOT_AVAILABLE = (1 << 64) - 1
+# How often the monitor reads a GPU job's memory through NVML.
+GPU_WATCH_INTERVAL_S = 0.1
+# What NVML counts for a process beyond torch's allocator: the CUDA context and its kernels.
+GPU_CONTEXT_ALLOWANCE_MB = 1024
 # How long the monitor keeps reading output after the student side is gone.
 DRAIN_GRACE_S = 1.0
 
@@ -405,6 +413,102 @@ def _cap_gpu_memory(torch: Any, memory_mb: int) -> None:
     """
     total = torch.cuda.get_device_properties(0).total_memory
     torch.cuda.set_per_process_memory_fraction(min(1.0, memory_mb * 2**20 / total), 0)
+
+
+class _ProcessInfo(ctypes.Structure):
+    """NVML's nvmlProcessInfo_t (the v2 and v3 calls share it)."""
+
+    _fields_ = [
+        ("pid", ctypes.c_uint),
+        ("used_gpu_memory", ctypes.c_ulonglong),
+        ("gpu_instance_id", ctypes.c_uint),
+        ("compute_instance_id", ctypes.c_uint),
+    ]
+
+
+class _NvmlReader:
+    """GPU memory per process, as the driver counts it, through libnvidia-ml (NVML).
+
+    Read from outside the student process, so nothing the student's code does to torch's
+    allocator (raising its memory fraction again, say) changes what is seen.
+    """
+
+    def __init__(self) -> None:
+        self.lib = ctypes.CDLL("libnvidia-ml.so.1")
+        if self.lib.nvmlInit_v2() != NVML_SUCCESS:
+            raise OSError("NVML did not initialise")
+        count = ctypes.c_uint(0)
+        if self.lib.nvmlDeviceGetCount_v2(ctypes.byref(count)) != NVML_SUCCESS or not count.value:
+            raise OSError("NVML found no GPU")
+        self.devices = []
+        for index in range(count.value):
+            handle = ctypes.c_void_p()
+            if self.lib.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(handle)) == 0:
+                self.devices.append(handle)
+        self.running: Any = getattr(self.lib, "nvmlDeviceGetComputeRunningProcesses_v3", None)
+        if self.running is None:
+            self.running = self.lib.nvmlDeviceGetComputeRunningProcesses_v2
+
+    def processes(self) -> dict[int, int]:
+        """Bytes of GPU memory used per pid, over every device."""
+        used: dict[int, int] = {}
+        for handle in self.devices:
+            count = ctypes.c_uint(64)
+            while True:
+                infos = (_ProcessInfo * count.value)()
+                status = self.running(handle, ctypes.byref(count), infos)
+                if status != NVML_ERROR_INSUFFICIENT_SIZE:
+                    break
+                count = ctypes.c_uint(count.value + 16)
+            if status != NVML_SUCCESS:
+                continue
+            for info in infos[: count.value]:
+                if info.used_gpu_memory != NVML_VALUE_NOT_AVAILABLE:
+                    used[info.pid] = used.get(info.pid, 0) + info.used_gpu_memory
+        return used
+
+
+def _open_gpu_memory_reader(device: str) -> _NvmlReader | None:
+    """NVML where a job may use a GPU and the driver's library is there; else None."""
+    if device != "cuda":
+        return None
+    try:
+        return _NvmlReader()
+    except (OSError, AttributeError):
+        return None
+
+
+def _gpu_memory_cap(config: dict[str, Any]) -> str:
+    """How a job's GPU memory is capped (environment.sandbox.gpu_memory_cap)."""
+    if config["device"] != "cuda":
+        return "none (cpu)"
+    return "nvml-watchdog" if config.get("gpu_memory") is not None else "in-process only"
+
+
+def _in_job(pid: int, student: int) -> bool:
+    """Whether `pid` is the student process or one it started (its pid namespace or session)."""
+    if pid == student:
+        return True
+    try:
+        theirs = os.readlink(f"/proc/{pid}/ns/pid")
+        job = os.readlink(f"/proc/{student}/ns/pid")
+        if job != os.readlink("/proc/self/ns/pid"):
+            return theirs == job
+        return os.getsid(pid) == student
+    except OSError:
+        return False
+
+
+def _gpu_memory_over_cap(
+    reader: Any, student: int, cap_bytes: int, belongs: Any = _in_job
+) -> int | None:
+    """The job's GPU memory in bytes if it is over `cap_bytes`, else None.
+
+    `reader.processes()` gives bytes per pid for every process on the GPU (the trusted
+    side's reference runs there too); only the job's own processes count.
+    """
+    used = sum(size for pid, size in reader.processes().items() if belongs(pid, student))
+    return used if used > cap_bytes else None
 
 
 def _set_limits(limits: dict[str, Any], *, device: str) -> None:
@@ -804,12 +908,21 @@ def _run_job(
     exited = os.pidfd_open(pid)
     deadline = started + float(job["timeout_s"])
     timed_out = False
+    # Outside the student process, so that student code cannot lift it: see _NvmlReader.
+    gpu_reader = config.get("gpu_memory") if job.get("module") else None
+    gpu_cap = (int(config["limits"]["memory_mb"]) + GPU_CONTEXT_ALLOWANCE_MB) * 2**20
+    gpu_used: int | None = None
     watched = {out_r, err_r, report_r, exited}
     while exited in watched:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             timed_out = True
             break
+        if gpu_reader is not None:
+            gpu_used = _gpu_memory_over_cap(gpu_reader, pid, gpu_cap)
+            if gpu_used is not None:
+                break
+            remaining = min(remaining, GPU_WATCH_INTERVAL_S)
         ready, _, _ = select.select(list(watched), [], [], remaining)
         for fd in ready:
             if fd == exited:
@@ -849,6 +962,8 @@ def _run_job(
     for name, fd in (("stdout", out_r), ("stderr", err_r)):
         streams[fd].write(os.path.join(job_dir, f"{name}.txt"))
         summary[f"{name}_bytes"] = streams[fd].total
+    if gpu_used is not None:
+        summary["gpu_memory_mb"] = gpu_used >> 20
     summary.update(
         event="exited",
         id=job["id"],
@@ -985,25 +1100,93 @@ def _probe_protections(
     return found
 
 
+def _read_config(control: socket.socket) -> dict[str, Any]:
+    """The first line on the control socket: the trusted side's settings for this sandbox."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = control.recv(1 << 16)
+        if not chunk:
+            raise SystemExit(1)
+        data += chunk
+    return dict(json.loads(data))
+
+
+def _reap_servers() -> None:
+    """Reap the submission servers that have ended (each is one of our direct children)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] != 0:
+            pass
+
+
+def _serve_submission(
+    channel_fd: int, config: dict[str, Any], torch: Any, namespaces: _PidNamespaces
+) -> int:
+    """One submission's server, forked from the zygote: run its jobs, then exit.
+
+    Everything that touches the submission happens here and below (compiling its files,
+    forking its student processes, draining their output), never in the zygote: the next
+    submission's server starts from the zygote's memory again, which no student data ever
+    passed through. The protocol runs on `channel_fd`, a socket the trusted side made for
+    this submission alone.
+    """
+    zygote = int(config["zygote"])
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != zygote:
+        return 1  # the zygote died before we could ask to die with it
+    # Not inherited through fork: what a job leaves behind must come back to this server.
+    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    os.close(config["server_pidfd"])
+    # The student processes die with their monitor, which is this server now.
+    config["server_pidfd"] = os.pidfd_open(os.getpid())
+    if "nproc_baseline" in config:
+        config["nproc_baseline"] += 1  # this server is one more process of our uid
+    config["student_code"] = {}
+    try:
+        # Left by a server of this sandbox that died compiling a student file.
+        with open(config["compile_marker"], encoding="ascii") as marker:
+            config["compile_crashed"] = frozenset({marker.read().strip()})
+    except OSError:
+        config["compile_crashed"] = frozenset()
+    channel = socket.socket(fileno=channel_fd)
+    requests = channel.makefile("r", encoding="utf-8")
+    replies = channel.makefile("w", encoding="utf-8")
+
+    def reply(message: dict[str, Any]) -> None:
+        replies.write(json.dumps(message) + "\n")
+        replies.flush()
+
+    config["reply"] = reply
+    try:
+        for line in requests:
+            job = json.loads(line)
+            job["require"] = config["require"]
+            reply(_run_job(job, config, torch, namespaces))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the trusted side moved on to another submission
+    return 0
+
+
 def main() -> int:
-    # Keep the protocol on private descriptors so stray prints can never corrupt it.
-    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    # Keep the protocol on private descriptors so stray prints can never corrupt it. Our
+    # stdin is a unix socket: the trusted side sends each submission's channel through it.
+    control = socket.socket(fileno=os.dup(0))
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
-    config = json.loads(requests.readline())
+    config = _read_config(control)
     # If the grader dies (even by SIGKILL, say out of memory), so do we and every job below
     # us: each job's student process dies with us, and with it its whole pid namespace.
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != int(config["parent"]):
         return 1  # the grader died before we could ask to die with it
+    config["zygote"] = os.getpid()
     config["cover"] = [
         os.path.join("/", name) for name in sorted(os.listdir("/")) if name not in SYSTEM_TOP_DIRS
     ]
     # Readable once we have died: how a student process forked just before that finds out.
     config["server_pidfd"] = os.pidfd_open(os.getpid())
-    # Whatever a job leaves behind is re-parented to us, and killed after the job.
+    # Whatever the start-up probe leaves behind is re-parented to us, and killed after it.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if os.geteuid() != 0:
         config["nproc_baseline"] = _own_task_count()
@@ -1023,14 +1206,7 @@ def main() -> int:
     _warm_up(torch)
     _freeze_heap()
     config["probe_modules"] = {}
-    config["student_code"] = {}
-    # Left by a server of this sandbox that died compiling a student file.
     config["compile_marker"] = os.path.join(config["workdir"], COMPILING_MARKER)
-    try:
-        with open(config["compile_marker"], encoding="ascii") as marker:
-            config["compile_crashed"] = frozenset({marker.read().strip()})
-    except OSError:
-        config["compile_crashed"] = frozenset()
     # What the covers must leave visible: the interpreter and its libraries, wherever they are.
     config["keep"] = [
         sys.prefix,
@@ -1042,24 +1218,50 @@ def main() -> int:
 
     config["view"] = _server_view(config)
     config["server_offline"] = _leave_the_network()
+    config["gpu_memory"] = _open_gpu_memory_reader(config["device"])
     config["reply"] = lambda message: None  # the probe's "started" is not for the trusted side
     protections = _probe_protections(config, torch, namespaces)
-    config["reply"] = reply
     # A job that cannot get what the probe got is refused, never run with less.
-    require = [name for name in PROBED if protections[name]]
+    config["require"] = [name for name in PROBED if protections[name]]
     reply(
         {
             "event": "ready",
             "torch": torch.__version__,
             "warm_up_s": round(time.perf_counter() - started, 3),
             "protections": protections,
+            "gpu_memory_cap": _gpu_memory_cap(config),
         }
     )
-    for line in requests:
-        job = json.loads(line)
-        job["require"] = require
-        reply(_run_job(job, config, torch, namespaces))
-    return 0
+    # The zygote: from here on it only forks one server per submission, and imports the
+    # course's probe files it is told of (so that no later server pays for them). Nothing of
+    # any submission ever reaches this process.
+    while True:
+        message, fds, _flags, _address = socket.recv_fds(control, 1 << 16, 1)
+        _reap_servers()
+        if not message:
+            return 0
+        request = json.loads(message)
+        for path in request.get("probe_files", ()):
+            _import_probes(str(path), config["probe_modules"])
+        if len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            reply({"event": "refused", "why": "a submission request carries one socket"})
+            continue
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                control.close()
+                replies_fd = replies.fileno()
+                os.close(replies_fd)
+                code = _serve_submission(fds[0], config, torch, namespaces)
+            except BaseException:
+                traceback.print_exc()  # our own bug: the server's log is for staff
+            finally:
+                os._exit(code)
+        os.close(fds[0])
+        reply({"event": "forked", "pid": pid})
 
 
 if __name__ == "__main__":
