@@ -14,6 +14,7 @@ Each problem is one line; none means the assignment is ready.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import math
 import os
@@ -21,7 +22,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,40 +43,66 @@ LYING_UNAVAILABLE = "lying-student check unavailable (grader.lying is not instal
 Say = Callable[[str], None]
 
 
+@dataclass
+class _Findings:
+    """The problems found so far, each said as one line as soon as it is found."""
+
+    label: str
+    say: Say
+    problems: list[str] = field(default_factory=list)
+
+    def add(self, found: Iterable[str]) -> None:
+        for problem in found:
+            self.problems.append(problem)
+            self.say(f"{self.label}: {problem}")
+
+
 def validate_assignment(name: str | None, *, device: str = "cpu", say: Say = print) -> list[str]:
     """Every problem of assignment `name`, each `say`-ed as one line when found."""
-    problems: list[str] = []
-
-    def report(found: Iterator[str] | list[str]) -> None:
-        for problem in found:
-            problems.append(problem)
-            say(f"{label}: {problem}")
-
-    label = name or "assignment"
     try:
         assignment = load_assignment(name)
     except ConfigError as error:
-        report([str(error)])
-        return problems
-    label = assignment.id
-    report(missing_files(assignment))
-    if problems:
-        return problems
-    report(hidden_test_problems(assignment))
-    report(probe_import_problems(assignment))
-    report(notebook_problems(assignment))
-    report(starter_kit_problems(assignment))
-    report(fixture_problems(assignment))
-    if problems:
-        return problems  # the long checks below would only repeat these
-    report(grading_problems(assignment, device=device))
+        findings = _Findings(name or "assignment", say)
+        findings.add([str(error)])
+        return findings.problems
+    findings = _Findings(assignment.id, say)
+    with _forgetting_imports_from(assignment.solutions_dir, assignment.directory):
+        _validate(assignment, findings, device=device)
+    return findings.problems
+
+
+def _validate(assignment: Assignment, findings: _Findings, *, device: str) -> None:
+    findings.add(missing_files(assignment))
+    if findings.problems:
+        return
+    findings.add(hidden_test_problems(assignment))
+    findings.add(probe_import_problems(assignment))
+    findings.add(notebook_problems(assignment))
+    findings.add(starter_kit_problems(assignment))
+    findings.add(fixture_problems(assignment))
+    if findings.problems:
+        return  # the long checks below would only repeat these
+    findings.add(grading_problems(assignment, device=device))
     try:
         from grader.lying import gate_openers_against_liars
     except ImportError:
-        say(f"{label}: {LYING_UNAVAILABLE}")
+        findings.say(f"{assignment.id}: {LYING_UNAVAILABLE}")
     else:
-        report(gate_openers_against_liars(assignment, device=device))
-    return problems
+        findings.add(gate_openers_against_liars(assignment, device=device))
+
+
+@contextlib.contextmanager
+def _forgetting_imports_from(*folders: Path) -> Iterator[None]:
+    """Drop the modules imported from `folders` afterwards: the next assignment validated in
+    this process has its own `probes` and `test_<part>` modules under the same names."""
+    try:
+        yield
+    finally:
+        roots = [folder.resolve() for folder in folders]
+        for name, module in list(sys.modules.items()):
+            file = getattr(module, "__file__", None)
+            if file and any(Path(file).resolve().is_relative_to(root) for root in roots):
+                del sys.modules[name]
 
 
 def missing_files(assignment: Assignment) -> Iterator[str]:
@@ -106,8 +134,9 @@ class _CollectionCheck:
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
-            last = str(report.longrepr).strip().splitlines()[-1:]
-            self.problems.append(f"hidden test file {report.nodeid} cannot be collected: {last}")
+            lines = str(report.longrepr).strip().splitlines() or ["(no message)"]
+            why = lines[-1].removeprefix("E").strip()
+            self.problems.append(f"hidden test file {report.nodeid} cannot be collected: {why}")
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         parts = {part.id for part in self.assignment.parts}

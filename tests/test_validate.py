@@ -1,0 +1,145 @@
+"""`python -m grader validate`: each kind of mistake in an assignment is one line, found early.
+
+Every test breaks one thing in a freshly scaffolded assignment (which validates as created,
+see test_scaffold.py) and checks that validate names it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.validate import LYING_UNAVAILABLE, validate_assignment
+
+SCALE_TESTS = "solutions/demo/hidden_tests/test_scale.py"
+
+
+@pytest.fixture(scope="module")
+def scaffolded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from grader.scaffold import scaffold_assignment
+
+    root = tmp_path_factory.mktemp("scaffolded")
+    scaffold_assignment(root, "demo")
+    return root
+
+
+@pytest.fixture
+def course(scaffolded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh copy of the scaffolded course, made the current course."""
+    root = tmp_path / "course"
+    shutil.copytree(scaffolded, root)
+    monkeypatch.setenv("GRADER_COURSE", str(root))
+    return root
+
+
+def problems_of(course: Path) -> list[str]:
+    lines: list[str] = []
+    found = validate_assignment("demo", say=lines.append)
+    assert lines == [f"demo: {problem}" for problem in found]
+    return found
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def test_a_hidden_test_without_points_is_named_before_any_grading(course: Path) -> None:
+    edit(course / SCALE_TESTS, "@pytest.mark.points(1)\n", "")
+    stub = course / "assignments/demo/scale.py"
+    edit(stub, 'raise NotImplementedError("scale: multiply x by factor")', "return x * factor")
+    # A stub that scores is found only by grading, which did not run.
+    assert problems_of(course) == [
+        "hidden test test_scale.py::test_scale_leaves_x_unchanged: needs "
+        "@pytest.mark.points(n) with n > 0"
+    ]
+
+
+def test_a_hidden_test_file_that_names_no_part(course: Path) -> None:
+    shutil.copy(course / SCALE_TESTS, course / "solutions/demo/hidden_tests/test_shift.py")
+    problems = problems_of(course)
+    assert len(problems) == 3
+    assert all(
+        "test_shift.py" in problem and "does not name a part" in p
+        for p in problems
+        for problem in [p]
+    )
+
+
+def test_a_probe_that_imports_the_reference(course: Path) -> None:
+    edit(
+        course / "solutions/demo/hidden_tests/probes.py",
+        "import torch\n",
+        "import torch\nimport scale\n",
+    )
+    problems = problems_of(course)
+    assert (
+        "probes.py line 6: imports scale, private code; a probe gets the part's module as its "
+        "first argument instead"
+    ) in problems
+    # The sandbox could not import it either: the suite does not even collect.
+    assert problems[0] == (
+        "hidden test file test_scale.py cannot be collected: "
+        "ModuleNotFoundError: No module named 'scale'"
+    )
+
+
+def test_a_notebook_with_two_cells_for_a_part_and_none_for_another(course: Path) -> None:
+    path = course / "assignments/demo/walkthrough.ipynb"
+    notebook = json.loads(path.read_text())
+    marked = next(c for c in notebook["cells"] if "part:scale" in c["metadata"].get("tags", []))
+    notebook["cells"].append({**marked, "id": "copy"})
+    path.write_text(json.dumps(notebook))
+    edit(
+        course / "assignments/demo/assignment.toml",
+        "points = 10\n",
+        'points = 10\n\n[[parts]]\nid = "shift"\nfile = "shift.py"\npoints = 5\n',
+    )
+    for folder in ("assignments", "solutions"):
+        shutil.copy(course / folder / "demo/scale.py", course / folder / "demo/shift.py")
+    problems = problems_of(course)
+    assert "walkthrough.ipynb: 2 cells marked for part scale, expected 1" in problems[1]
+    assert "walkthrough.ipynb: 0 cells marked for part shift, expected 1" in problems[2]
+    assert problems[0] == "part shift: no hidden test grades it"
+
+
+def test_a_stub_that_leaks_the_reference(course: Path) -> None:
+    shutil.copy(course / "solutions/demo/scale.py", course / "assignments/demo/scale.py")
+    assert problems_of(course) == [
+        "the starter kit leaks: assignments/demo/scale.py is a copy of demo/scale.py",
+        "the starter kit leaks: assignments/demo/scale.py: scale() has the body of "
+        "demo/scale.py:scale()",
+    ]
+
+
+def test_fixtures_are_compared_within_tolerance(course: Path) -> None:
+    path = course / "assignments/demo/public_fixtures/scale.pt"
+    fixture = torch.load(path, weights_only=True)
+    fixture["y"][0, 0] = torch.nextafter(fixture["y"][0, 0], torch.tensor(1e9, dtype=torch.float64))
+    torch.save(fixture, path)
+    assert problems_of(course) == []  # one ULP: another CPU's rounding
+    fixture["y"][0, 0] += 1e-3
+    torch.save(fixture, path)
+    [problem] = problems_of(course)
+    assert problem.startswith("public_fixtures/scale.pt differs from the reference's: scale['y']")
+    assert problem.endswith("rerun make_public_fixtures.py and commit the result")
+
+
+@pytest.mark.slow
+def test_stubs_that_score_and_a_missing_lying_check_are_said(
+    course: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stub = course / "assignments/demo/scale.py"
+    edit(stub, 'raise NotImplementedError("scale: multiply x by factor")', "return x * factor")
+    monkeypatch.setitem(sys.modules, "grader.lying", None)  # its import fails, as if absent
+    lines: list[str] = []
+    problems = validate_assignment("demo", say=lines.append)
+    assert len(problems) == 1
+    assert problems[0].startswith("the stubs score 10/10 on part scale, expected 0: scale(x, f)")
+    assert lines[-1] == f"demo: {LYING_UNAVAILABLE}"
