@@ -1,15 +1,19 @@
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
-from grader.assignment import load_assignment, parse_manifest
+from grader.assignment import choose_assignment, load_assignment, parse_manifest
+from grader.check import again_command
+from grader.cli import main
+from grader.course import AssignmentChoiceNeeded, find_course_root
 from grader.errors import ConfigError
 
 
 def test_the_manifest_matches_the_assignment_contract() -> None:
-    assignment = load_assignment(None)
+    assignment = load_assignment("pytorch_basics")
     assert assignment.id == "pytorch_basics"
     assert {p.id: (p.file, p.points) for p in assignment.parts} == {
         "manual_backprop": ("manual_backprop.py", 20),
@@ -49,3 +53,70 @@ def test_bad_manifests_name_the_problem(tmp_path: Path, text: str, message: str)
     with pytest.raises(ConfigError, match=message) as caught:
         parse_manifest(path)
     assert str(path) in str(caught.value)
+
+
+# -- a course of several assignments ----------------------------------------------------------
+
+
+@pytest.fixture
+def two_assignments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A course with assignments `first` (part p, p.py) and `second` (part q, q.py)."""
+    root = tmp_path / "course"
+    for name, part in (("first", "p"), ("second", "q")):
+        folder = root / "assignments" / name
+        folder.mkdir(parents=True)
+        (folder / "assignment.toml").write_text(
+            f"[assignment]\nid = '{name}'\n[[parts]]\nid = '{part}'\nfile = '{part}.py'\n"
+            "points = 1\n"
+        )
+    monkeypatch.delenv("GRADER_COURSE", raising=False)
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_the_course_is_found_above_the_working_folder(
+    two_assignments: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inner = two_assignments / "somewhere" / "deeper"
+    inner.mkdir(parents=True)
+    monkeypatch.chdir(inner)
+    assert find_course_root() == two_assignments
+    monkeypatch.chdir("/")
+    monkeypatch.setenv("GRADER_COURSE", str(two_assignments))
+    assert find_course_root() == two_assignments
+
+
+def test_without_a_choice_the_command_is_suggested_with_each_a(
+    two_assignments: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(AssignmentChoiceNeeded, match="2 assignments"):
+        load_assignment(None)
+    assert main(["build", "starter"]) == 2
+    err = capsys.readouterr().err
+    assert "python -m grader build starter -a first\n" in err
+    assert err.endswith("python -m grader build starter -a second\n")
+
+
+def test_a_submission_holding_one_assignments_files_picks_it(two_assignments: Path) -> None:
+    submission = two_assignments / "student"
+    submission.mkdir()
+    (submission / "q.py").write_text("")
+    assignment, note = choose_assignment(None, submission)
+    assert assignment.id == "second"
+    assert note == f"second: {submission} holds its files and no other assignment's"
+    (submission / "p.py").write_text("")
+    with pytest.raises(AssignmentChoiceNeeded):
+        choose_assignment(None, submission)
+    assert choose_assignment("first", submission) == (load_assignment("first"), "")
+
+
+def test_inside_an_assignments_folder_that_one_is_picked(two_assignments: Path) -> None:
+    assignment, note = choose_assignment(None, two_assignments / "assignments" / "first")
+    assert assignment.id == "first"
+    assert "inside its folder" in note
+
+
+def test_checks_advice_names_the_assignment_when_there_are_several(two_assignments: Path) -> None:
+    assert again_command("first") == "python -m grader check -a first"
+    shutil.rmtree(two_assignments / "assignments" / "second")
+    assert again_command("first") == "python -m grader check"
