@@ -123,7 +123,7 @@ def test_notebook_code_is_what_check_tests(starter_kit: Path) -> None:
     assert process.returncode == 1  # the other parts are still stubs
     rows = table_rows(process.stdout)
     assert "notebook" in rows["manual_backprop"] and "all passed" in rows["manual_backprop"]
-    for part in load_assignment(None).parts[1:]:
+    for part in load_assignment("pytorch_basics").parts[1:]:
         assert "file" in rows[part.id] and "not implemented yet" in rows[part.id]
     assert "notebook code wins over the .py file" in " ".join(process.stdout.split())
     assert "NotImplementedError" in process.stdout  # one summary line per stub part
@@ -142,7 +142,7 @@ def test_a_folder_without_the_assignment_is_a_clear_error(tmp_path: Path) -> Non
 
 def only_manual_backprop_tests(tmp_path: Path) -> Assignment:
     """The assignment with its public tests cut down to part 1's, to keep reruns cheap."""
-    assignment = load_assignment(None)
+    assignment = load_assignment("pytorch_basics")
     folder = tmp_path / "assignment"
     (folder / "public_fixtures").mkdir(parents=True)
     (folder / "public_tests").mkdir()
@@ -184,7 +184,7 @@ def test_crashes_and_hangs_cost_one_test_each(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("where", ["root", "inside"])
 def test_assignment_folder_is_found_from_root_or_inside(tmp_path: Path, where: str) -> None:
-    assignment = load_assignment(None)
+    assignment = load_assignment("pytorch_basics")
     kit = tmp_path / "kit"
     folder = kit / KIT_ASSIGNMENT
     (folder / "public_tests").mkdir(parents=True)

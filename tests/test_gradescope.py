@@ -34,7 +34,7 @@ METADATA = {
     "users": [{"email": "student@example.com", "id": 1234, "name": "Student User"}],
     "previous_submissions": [],
 }
-ASSIGNMENT = load_assignment(None)
+ASSIGNMENT = load_assignment("pytorch_basics")
 
 
 def validate(results: dict[str, Any]) -> None:
