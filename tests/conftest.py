@@ -84,11 +84,11 @@ def part_scores(report: dict[str, Any]) -> dict[str, float]:
 
 
 def copy_starter_kit(destination: Path) -> Path:
-    """Copy grader/ and assignments/ (never solutions/) as a student's starter kit."""
+    """Copy grader/ and pytorch_basics (never solutions/) as a student's starter kit."""
     ignore = shutil.ignore_patterns(
         "__pycache__", "*.pyc", "*_submission.zip", ".ipynb_checkpoints"
     )
-    for name in ("grader", "assignments"):
+    for name in ("grader", "assignments/pytorch_basics"):
         shutil.copytree(COURSE_ROOT / name, destination / name, ignore=ignore)
     return destination
 

@@ -35,12 +35,16 @@ def is_junk(name: str) -> bool:
 
 @pytest.fixture(scope="module")
 def autograder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_autograder(None, output=tmp_path_factory.mktemp("ag") / "autograder.zip").path
+    return build_autograder(
+        "pytorch_basics", output=tmp_path_factory.mktemp("ag") / "autograder.zip"
+    ).path
 
 
 @pytest.fixture(scope="module")
 def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_starter(None, output=tmp_path_factory.mktemp("kit") / "starter.zip").path
+    return build_starter(
+        "pytorch_basics", output=tmp_path_factory.mktemp("kit") / "starter.zip"
+    ).path
 
 
 # -- the autograder zip ----------------------------------------------------------------------
@@ -68,7 +72,7 @@ def test_autograder_zip_has_gradescope_layout(autograder: Path) -> None:
 
 
 def test_autograder_zip_is_reproducible(autograder: Path, tmp_path: Path) -> None:
-    again = build_autograder(None, output=tmp_path / "again.zip").path
+    again = build_autograder("pytorch_basics", output=tmp_path / "again.zip").path
     assert again.read_bytes() == autograder.read_bytes()
 
 

@@ -62,7 +62,9 @@ def test_schema_is_valid_and_rejects_what_gradescope_rejects() -> None:
 
 @pytest.fixture(scope="module")
 def autograder_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_autograder(None, output=tmp_path_factory.mktemp("build") / "autograder.zip").path
+    return build_autograder(
+        "pytorch_basics", output=tmp_path_factory.mktemp("build") / "autograder.zip"
+    ).path
 
 
 def gradescope_root(base: Path, autograder_zip: Path) -> Path:
