@@ -116,3 +116,26 @@ def test_unsynchronised_timing_fails_on_cuda(reference_copy: Path, tmp_path: Pat
         t for t in report["tests"] if t["part"] == "device_benchmark" and t["outcome"] != "passed"
     ]
     assert failed and any("synchronize" in t["message"] for t in failed)
+
+
+@needs_cuda
+def test_lifting_the_gpu_memory_cap_gets_the_job_stopped(
+    reference_copy: Path, tmp_path: Path
+) -> None:
+    """The in-process cap can be raised by student code; the monitor's NVML watchdog cannot."""
+    edit(
+        reference_copy,
+        "manual_backprop.py",
+        "    h = x @ w1",
+        "    import time\n"
+        "    torch.cuda.set_per_process_memory_fraction(1.0, 0)\n"
+        "    hog = torch.empty(8 * 2**30, dtype=torch.uint8, device='cuda')\n"
+        "    time.sleep(5)\n"
+        "    h = x @ w1",
+    )
+    process, report, _ = grade_to_report(reference_copy, tmp_path, "--device", "cuda")
+    assert process.returncode == 0, process.stderr
+    assert report["environment"]["sandbox"]["gpu_memory_cap"] == "nvml-watchdog"
+    assert part_scores(report)["manual_backprop"] == 0
+    messages = "\n".join(t["message"] for t in report["tests"] if t["part"] == "manual_backprop")
+    assert "MB of GPU memory and was stopped" in messages

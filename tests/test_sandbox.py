@@ -22,7 +22,9 @@ from grader.errors import UsageError
 from grader.sandbox import (
     PROTECTION_NAMES,
     TIMEOUT_OVERRIDE_ENV,
+    PendingJob,
     Sandbox,
+    SandboxError,
     SandboxSettings,
     StudentFailure,
     _remove_files_of,
@@ -340,6 +342,80 @@ def test_the_wall_time_limit_stops_a_sleeper(live_sandbox: tuple[Sandbox, Path])
     assert failure.value.outcome == "timeout"
     assert "Stopped after 3 s while running your code" in failure.value.message
     assert _run(sandbox, root, what="daemon") == "left a daemon"  # the server lives on
+
+
+@pytest.mark.slow
+def test_each_submission_gets_a_fresh_server_from_the_same_zygote(
+    live_sandbox: tuple[Sandbox, Path],
+) -> None:
+    sandbox, root = live_sandbox
+    assert _run(sandbox, root, what="daemon") == "left a daemon"
+    zygote, first = sandbox._process, sandbox._server_pid
+    sandbox.use_submission({"student.py": root / "student.py"})
+    assert _run(sandbox, root, what="daemon") == "left a daemon"
+    assert sandbox._process is zygote and sandbox._server_pid not in (0, first)
+    # A server that dies costs its job only; the next job gets a new one, torch stays warm.
+    job = sandbox.submit(module="student", probe_file=root / "probes.py", probe="run", kwargs={})
+    os.kill(sandbox._server_pid, 9)
+    with pytest.raises(SandboxError):
+        sandbox.result(job)
+    assert _run(sandbox, root, what="daemon") == "left a daemon"
+    assert sandbox._process is zygote
+
+
+@pytest.mark.slow
+def test_the_report_says_how_gpu_memory_is_capped(live_sandbox: tuple[Sandbox, Path]) -> None:
+    sandbox, _ = live_sandbox
+    assert sandbox.protections["gpu_memory_cap"] == "none (cpu)"
+
+
+class FakeNvml:
+    """GPU memory per pid, as NVML would report it."""
+
+    def __init__(self, used: dict[int, int]) -> None:
+        self.used = used
+
+    def processes(self) -> dict[int, int]:
+        return dict(self.used)
+
+
+def test_the_gpu_watchdog_counts_only_the_jobs_processes() -> None:
+    server = _server_module()
+    mib = 2**20
+    # 100 is the student, 101 a DataLoader worker it started; 7 is the grader's reference.
+    reader = FakeNvml({100: 600 * mib, 101: 500 * mib, 7: 30_000 * mib})
+
+    def belongs(pid: int, student: int) -> bool:
+        return pid in (student, student + 1)
+
+    assert server._gpu_memory_over_cap(reader, 100, 1024 * mib, belongs) == 1100 * mib
+    assert server._gpu_memory_over_cap(reader, 100, 2048 * mib, belongs) is None
+    assert server._gpu_memory_over_cap(FakeNvml({}), 100, 0, belongs) is None
+    # Without a fake: only pid 100 itself, in our namespace, belongs to a job of pid 100.
+    assert server._in_job(100, 100)
+    assert not server._in_job(os.getpid(), 1)
+
+
+def test_the_gpu_cap_is_reported_and_inert_without_a_gpu() -> None:
+    server = _server_module()
+    assert server._open_gpu_memory_reader("cpu") is None
+    assert server._gpu_memory_cap({"device": "cpu"}) == "none (cpu)"
+    assert server._gpu_memory_cap({"device": "cuda", "gpu_memory": None}) == "in-process only"
+    watched = {"device": "cuda", "gpu_memory": FakeNvml({})}
+    assert server._gpu_memory_cap(watched) == "nvml-watchdog"
+
+
+def test_a_job_over_the_gpu_memory_cap_is_told_so(tmp_path: Path) -> None:
+    settings = SandboxSettings(limits=Limits(memory_mb=512), device="cuda")
+    sandbox = Sandbox(settings, {}, tmp_path)
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    job = PendingJob(id=1, module="student", job_dir=job_dir, deadline=0.0)
+    exited = {"event": "exited", "status": 9, "timed_out": False, "setup": {}}
+    with pytest.raises(StudentFailure) as failure:
+        sandbox._interpret(job, {**exited, "gpu_memory_mb": 1700}, backstop=False, elapsed=1.0)
+    assert "used 1700 MB of GPU memory" in failure.value.message
+    assert "the limit is 512 MB" in failure.value.message
 
 
 def test_the_server_needs_no_grader_imports() -> None:
