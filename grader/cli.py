@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from enum import IntEnum
 from pathlib import Path
+from typing import TextIO
 
 from rich.console import Console
 
@@ -152,9 +153,10 @@ class _WithCourse:
         return parser
 
 
-def _note(note: str) -> None:
+def _note(note: str, *, stream: TextIO = sys.stdout) -> None:
+    """Say which assignment was inferred; on stdout, where the command's own report goes."""
     if note:
-        print(f"note: assignment {note} (-a chooses another).", file=sys.stderr)
+        print(f"note: assignment {note} (-a chooses another).", file=stream)
 
 
 def _run_grade(args: argparse.Namespace, console: Console) -> ExitCode:
@@ -215,7 +217,7 @@ def _run_check(args: argparse.Namespace, console: Console) -> ExitCode:
     from grader.check import check_command, print_check, print_check_json
 
     assignment, note = choose_assignment(args.assignment, args.directory)
-    _note(note)
+    _note(note, stream=sys.stderr if args.json else sys.stdout)  # --json: stdout is JSON only
     result = check_command(args.directory, assignment.id)
     if args.json:
         print_check_json(result)

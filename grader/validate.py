@@ -401,7 +401,8 @@ def grading_problems(assignment: Assignment, *, device: str = "cpu") -> list[str
                         and (t.score < t.max_score if expected == "full" else t.score > 0)
                     ]
                     problems.append(
-                        f"{who} scores {scored.score:g}/{scored.max_score:g} on part {scored.id}, "
+                        f"graded, {who} got {scored.score:g}/{scored.max_score:g} on part "
+                        f"{scored.id}, "
                         f"expected {want:g}: {', '.join(failing[:3]) or 'see grade --show-passed'}"
                     )
     return problems

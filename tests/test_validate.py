@@ -141,5 +141,7 @@ def test_stubs_that_score_and_a_missing_lying_check_are_said(
     lines: list[str] = []
     problems = validate_assignment("demo", say=lines.append)
     assert len(problems) == 1
-    assert problems[0].startswith("the stubs score 10/10 on part scale, expected 0: scale(x, f)")
+    assert problems[0].startswith(
+        "graded, the stubs got 10/10 on part scale, expected 0: scale(x, f) matches the reference"
+    )
     assert lines[-1] == f"demo: {LYING_UNAVAILABLE}"
