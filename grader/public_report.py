@@ -8,6 +8,10 @@ code runs there, so a crash or `sys.exit` costs that process, never `check`). It
 - `{"event": "start", "nodeid": ...}` as each test starts (so a hang or crash is placed),
 - `{"event": "result", ...}` as each test ends, with an outcome and a message for students.
 
+Not pytest-json-report: it writes its report once, at the end of the session, so a test
+that hangs (killed by `check` after the time limit) or kills the process would leave no
+result at all, where these per-event lines say which test it was and keep the others'.
+
 Outcomes: "passed", "failed", "not implemented yet", "error", "skipped". Messages are the
 assertion's own text (pytest's assertion rewriting is off, see check.py), split into what
 differed and the hint; an exception from the student's code is named with its line.
