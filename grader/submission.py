@@ -325,8 +325,13 @@ def _from_folder(root: Path, wanted: set[str], notebook: str | None) -> _Found:
             candidates.setdefault(path.name, []).append(path)
         elif near_miss_key(path.name) in loose:
             near.setdefault(loose[near_miss_key(path.name)], []).append(path)
-    _take_near_misses(candidates, near, found, lambda path: str(path.relative_to(root)))
+    _take_near_misses(candidates, near, found, lambda path: _shown(path, root))
     return _pick(found, candidates, root, notebook)
+
+
+def _shown(path: Path, root: Path) -> str:
+    """`path` under `root` for a message: folder names that are not UTF-8 would break JSON."""
+    return str(path.relative_to(root)).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _walk_files(root: Path, found: _Found) -> Iterator[Path]:
@@ -441,9 +446,9 @@ def _pick(
         usable = []
         for path in paths:
             if path.is_symlink():
-                found.notes.append(f"Ignored {path.relative_to(root)}: links are not followed.")
+                found.notes.append(f"Ignored {_shown(path, root)}: links are not followed.")
             elif not path.is_file():
-                found.notes.append(f"Ignored {path.relative_to(root)}: not a regular file.")
+                found.notes.append(f"Ignored {_shown(path, root)}: not a regular file.")
             else:
                 usable.append(path)
         if not usable:
@@ -451,13 +456,13 @@ def _pick(
         chosen = usable[0]
         if len(usable) > 1:
             found.notes.append(
-                f"{len(usable)} copies of {name} found; graded {chosen.relative_to(root)}."
+                f"{len(usable)} copies of {name} found; graded {_shown(chosen, root)}."
             )
         cap = MAX_NOTEBOOK_BYTES if name.endswith(".ipynb") else MAX_SOURCE_BYTES
         try:
             data, size = _read_regular(chosen, cap)
         except OSError as error:
-            found.notes.append(f"Could not read {chosen.relative_to(root)}: {error}.")
+            found.notes.append(f"Could not read {_shown(chosen, root)}: {error}.")
             continue
         if len(data) > cap:
             if name.endswith(".ipynb"):
@@ -582,7 +587,7 @@ def _clear_false_utf8_flags(data: bytes) -> tuple[bytes, list[str]]:
 
 
 def _bad_names_note(names: list[str]) -> str:
-    shown = ", ".join(repr(name[:80]) for name in names[:3])
+    shown = ", ".join(f'"{name[:80]}"' for name in names[:3])
     more = f" and {len(names) - 3} more" if len(names) > 3 else ""
     return (
         f"Ignored the archive entries {shown}{more}: their names are not valid UTF-8 although "

@@ -13,6 +13,7 @@ import contextlib
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.assignment import Assignment
+from grader.bounded import run_bounded
 from grader.check import (
     CheckResult,
     check_prepared,
@@ -29,7 +31,14 @@ from grader.check import (
     resolve_assignment,
 )
 from grader.errors import SubmissionError
-from grader.submission import PreparedSubmission, prepare_submission
+from grader.submission import (
+    CHECK_MEMORY_BYTES,
+    SOURCE_CHECK_SECONDS,
+    PreparedSubmission,
+    near_miss_advice,
+    near_misses,
+    prepare_submission,
+)
 
 # A fixed timestamp makes the zip a function of the files alone: re-running `submit` on
 # unchanged files gives a byte-identical zip.
@@ -131,11 +140,7 @@ def submit_command(
             workdir = Path(workdir_name)
             prepared = prepare_submission(temporary, assignment, workdir / "submission")
             _refuse_unusable(prepared, assignment, student_dir)
-            unimplemented = {
-                part.id: names
-                for part in assignment.parts
-                if (names := unimplemented_functions(_text(prepared, part.file)))
-            }
+            unimplemented = _unimplemented_parts(prepared, assignment)
             _print_sources(prepared, assignment, console)
             console.print("Running the public tests ...", style="dim")
             check = check_prepared(prepared, assignment, student_dir, workdir)
@@ -151,6 +156,27 @@ def submit_command(
     return result
 
 
+def _unimplemented_parts(
+    prepared: PreparedSubmission, assignment: Assignment
+) -> dict[str, list[str]]:
+    """Part id -> its stub functions, each file parsed in a bounded child like every source."""
+    texts = {part.id: _text(prepared, part.file) for part in assignment.parts}
+    outcomes = run_bounded(
+        [_stub_task(text) for text in texts.values()],
+        seconds=SOURCE_CHECK_SECONDS,
+        memory_bytes=CHECK_MEMORY_BYTES,
+    )
+    return {
+        part_id: [str(name) for name in outcome.value]
+        for part_id, outcome in zip(texts, outcomes, strict=True)
+        if isinstance(outcome.value, list) and outcome.value
+    }
+
+
+def _stub_task(text: str) -> Callable[[], list[str]]:
+    return lambda: unimplemented_functions(text)
+
+
 def _text(prepared: PreparedSubmission, name: str) -> str:
     path = prepared.files.get(name)
     return path.read_text(encoding="utf-8") if path is not None else ""
@@ -159,9 +185,14 @@ def _text(prepared: PreparedSubmission, name: str) -> str:
 def _refuse_unusable(prepared: PreparedSubmission, assignment: Assignment, folder: Path) -> None:
     missing = [part.file for part in assignment.parts if prepared.sources[part.id] == "missing"]
     if missing:
+        present = sorted(path.name for path in folder.iterdir() if path.is_file())
+        renames = [
+            near_miss_advice(name, names) for name, names in near_misses(present, missing).items()
+        ]
+        advice = f" To fix it: {'; '.join(renames)}." if renames else ""
         raise SubmissionError(
             f"missing {', '.join(missing)} in {folder}: every part needs its file (keep the "
-            "untouched stub of a part you did not do). No zip was written."
+            f"untouched stub of a part you did not do).{advice} No zip was written."
         )
     if prepared.problems:
         raise SubmissionError(
