@@ -23,6 +23,12 @@ import pytest
 
 from grader.assignment import Assignment, Part
 from grader.hints import error_hint, failing_functions, takes_device_argument
+from grader.mistakes import (
+    WRONG_ANSWER,
+    combine_fingerprints,
+    output_fingerprint,
+    student_failure_cause,
+)
 from grader.results import Outcome, TestResult
 from grader.sandbox import PendingJob, Sandbox, StudentFailure
 from grader.submission import PreparedSubmission
@@ -37,6 +43,8 @@ MARKERS = (
 PART_KEY = pytest.StashKey[Part]()
 # One entry per `compare` call of a test: whether its arguments held the test's hidden seed.
 SEEDED_COMPARES_KEY = pytest.StashKey[list[bool]]()
+# One entry per `compare` call of a test that returned: a fingerprint of the student's outputs.
+OUTPUT_FINGERPRINTS_KEY = pytest.StashKey[list[str]]()
 # Tests whose verdict alone proves nothing: a source rule (a stub obeys it), or a verdict the
 # probe computed inside the sandbox, where student code can rewrite the probe. They count
 # only once a gate-opening test (see `opens_gate`) passes in the same part. Markers can only
@@ -170,6 +178,14 @@ def opens_gate(item: pytest.Item) -> bool:
     return bool(seeded) and all(seeded) and not marked
 
 
+def _fingerprint(student_output: Any) -> str:
+    """`output_fingerprint`, or "" where the decoded data cannot be hashed: it only groups."""
+    try:
+        return output_fingerprint(student_output)
+    except Exception:
+        return ""
+
+
 def display_name(item: pytest.Item) -> str:
     """The docstring's first line (what students read), plus the parameter id."""
     function = getattr(item, "function", None)
@@ -242,6 +258,7 @@ class GraderPlugin:
         session = self.session
         test_seed = hidden_seed(session.seed, node.nodeid)
         seeded_compares = node.stash.setdefault(SEEDED_COMPARES_KEY, [])
+        fingerprints = node.stash.setdefault(OUTPUT_FINGERPRINTS_KEY, [])
 
         def run(probe: Probe, /, **kwargs: Any) -> tuple[Any, Any]:
             seeded_compares.append(holds_seed(kwargs, test_seed))
@@ -253,7 +270,9 @@ class GraderPlugin:
                 with contextlib.suppress(StudentFailure):
                     session.finish(part, job)
                 raise
-            return session.finish(part, job), want
+            got = session.finish(part, job)
+            fingerprints.append(_fingerprint(got))
+            return got, want
 
         return run
 
@@ -297,7 +316,7 @@ class GraderPlugin:
         points = item.get_closest_marker("points")
         visibility = item.get_closest_marker("visibility")
         outcome: Outcome = "passed"
-        message = detail = output = ""
+        message = detail = output = cause = fingerprint = ""
         if report.skipped:
             outcome = "skipped"
             longrepr = report.longrepr
@@ -307,6 +326,14 @@ class GraderPlugin:
             if isinstance(error, StudentFailure):
                 outcome = "timeout" if error.outcome == "timeout" else "error"
                 message, detail, output = error.message, error.detail, error.output.for_feedback()
+                submission = self.session.submission
+                cause = student_failure_cause(
+                    error.outcome,
+                    error.message,
+                    file_present=part.file in submission.files,
+                    source=submission.sources.get(part.id, "missing"),
+                    problem=submission.problems.get(part.id),
+                )
                 hint = error_hint(
                     message,
                     self.session.device,
@@ -319,6 +346,8 @@ class GraderPlugin:
                 message = f"{message}\n{hint}" if hint else message
             elif isinstance(error, AssertionError):
                 outcome, message = "failed", _student_facing_assertion(error)
+                cause = WRONG_ANSWER
+                fingerprint = combine_fingerprints(item.stash.get(OUTPUT_FINGERPRINTS_KEY, []))
             else:
                 outcome, message = "error", INTERNAL_ERROR_MESSAGE
                 detail = report.longreprtext
@@ -335,4 +364,6 @@ class GraderPlugin:
             gated=not opens_gate(item),
             detail=detail,
             output=output,
+            cause=cause,
+            fingerprint=fingerprint,
         )

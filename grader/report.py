@@ -54,6 +54,8 @@ def _report_dict(result: GradingResult) -> dict[str, Any]:
                 "message": test.message,
                 "duration_s": test.duration_s,
                 "visibility": test.visibility,
+                **({"cause": test.cause} if test.cause else {}),
+                **({"fingerprint": test.fingerprint} if test.fingerprint else {}),
                 **({"output": test.output} if test.output else {}),
                 **({"detail": test.detail} if test.detail else {}),
             }

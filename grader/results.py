@@ -47,6 +47,11 @@ class TestResult:
     output: str = ""
     score: float = 0.0
     max_score: float = 0.0
+    # Why a failed test failed (a `grader.mistakes.Cause`), decided on the trusted side.
+    cause: str = ""
+    # For a wrong answer to a reference comparison: a hash of the student's rounded outputs,
+    # equal for submissions that returned the same wrong values.
+    fingerprint: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", clean_name(self.name, MAX_NAME_CHARS))

@@ -1,0 +1,156 @@
+"""Why a test failed, and a fingerprint of what a wrong answer was, decided on the trusted side.
+
+Both are computed from what the grader already knows (the test's outcome, the sandbox's own
+failure message, the submission's problems) and from the student's outputs after they were
+decoded as plain data, never from anything the student's code reports about itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable
+from typing import Any, Literal
+
+Cause = Literal[
+    "missing file",
+    "does not compile",
+    "crashed",
+    "wrong answer",
+    "timeout",
+    "limit exceeded",
+]
+MISSING_FILE: Cause = "missing file"
+DOES_NOT_COMPILE: Cause = "does not compile"
+CRASHED: Cause = "crashed"
+WRONG_ANSWER: Cause = "wrong answer"
+TIMEOUT: Cause = "timeout"
+LIMIT_EXCEEDED: Cause = "limit exceeded"
+CAUSES: tuple[Cause, ...] = (
+    WRONG_ANSWER,
+    CRASHED,
+    DOES_NOT_COMPILE,
+    MISSING_FILE,
+    TIMEOUT,
+    LIMIT_EXCEEDED,
+)
+# Openings of the sandbox's own messages for a process stopped at a resource limit (memory,
+# GPU memory, CPU time). The sandbox writes these first words itself; a student's exception
+# text only ever follows "Your code raised", so it cannot take one of these openings.
+_LIMIT_OPENINGS = ("Your code used ", "Your code ran out of memory", "Your code was killed")
+# The submission check's words for a source file over the size limit.
+_OVERSIZED_MARK = "KiB limit for a source file"
+# Significant digits kept of each value: answers equal to this precision are the same answer.
+FINGERPRINT_DIGITS = 4
+# Containers deeper than this are fingerprinted by their type alone.
+FINGERPRINT_DEPTH = 8
+
+
+def student_failure_cause(
+    outcome: str,
+    message: str,
+    *,
+    file_present: bool,
+    source: str,
+    problem: str | None,
+) -> Cause:
+    """The cause of a test that stopped on the student side (a `StudentFailure`)."""
+    if outcome == "timeout":
+        return TIMEOUT
+    if problem is not None and _OVERSIZED_MARK in problem:
+        return LIMIT_EXCEEDED
+    if not file_present:
+        return MISSING_FILE if source == "missing" else DOES_NOT_COMPILE
+    if problem is not None:
+        return DOES_NOT_COMPILE
+    if message.startswith(_LIMIT_OPENINGS):
+        return LIMIT_EXCEEDED
+    return CRASHED
+
+
+def report_test_cause(test: dict[str, Any], part: dict[str, Any] | None) -> str:
+    """The cause of a failed test in a report.json, recorded or (older reports) inferred."""
+    recorded = test.get("cause")
+    if recorded in CAUSES:
+        return str(recorded)
+    outcome = test.get("outcome")
+    if outcome == "failed":
+        return WRONG_ANSWER
+    if outcome == "timeout":
+        return TIMEOUT
+    if isinstance(part, dict):
+        if part.get("source") == "missing":
+            return MISSING_FILE
+        if part.get("problem"):
+            return DOES_NOT_COMPILE
+    return CRASHED
+
+
+def output_fingerprint(value: Any) -> str:
+    """A short hash of decoded student outputs, their values rounded to a few digits."""
+    digest = hashlib.sha256()
+    for chunk in _canonical(value, FINGERPRINT_DEPTH):
+        digest.update(chunk)
+    return digest.hexdigest()[:16]
+
+
+def combine_fingerprints(fingerprints: list[str]) -> str:
+    """One fingerprint for a test that compared several outputs ("" if none, or one is unknown)."""
+    items = fingerprints
+    if not items or not all(items):
+        return ""
+    if len(items) == 1:
+        return items[0]
+    return hashlib.sha256("|".join(items).encode()).hexdigest()[:16]
+
+
+def _round(number: float) -> float:
+    if not math.isfinite(number) or number == 0:
+        return number + 0.0  # -0.0 and 0.0 are one answer
+    return float(f"{number:.{FINGERPRINT_DIGITS}g}")
+
+
+def _canonical(value: Any, depth: int) -> Iterable[bytes]:
+    import torch
+
+    kind = type(value)
+    if kind is torch.Tensor:
+        tensor = value.detach().cpu()
+        yield f"T{tuple(tensor.shape)}{tensor.dtype}:".encode()
+        if tensor.is_floating_point() or tensor.is_complex():
+            tensor = torch.view_as_real(tensor) if tensor.is_complex() else tensor
+            rounded = _round_tensor(tensor.double())
+            yield rounded.contiguous().numpy().tobytes()
+        else:
+            yield tensor.contiguous().numpy().tobytes()
+    elif depth <= 0:
+        yield f"<{kind.__name__}>".encode()
+    elif kind is float:
+        yield f"f{_round(value)!r};".encode()
+    elif kind in (int, bool, str, bytes, type(None)):
+        yield f"{kind.__name__}{value!r};".encode()
+    elif kind in (list, tuple):
+        yield f"{kind.__name__}{len(value)}[".encode()
+        for element in value:
+            yield from _canonical(element, depth - 1)
+        yield b"]"
+    elif kind is dict:
+        yield f"dict{len(value)}{{".encode()
+        for key in sorted(value, key=repr):
+            yield repr(key).encode() + b"="
+            yield from _canonical(value[key], depth - 1)
+        yield b"}"
+    else:
+        yield f"<{kind.__name__}>".encode()
+
+
+def _round_tensor(tensor: Any) -> Any:
+    """Each element rounded to FINGERPRINT_DIGITS significant digits; -0.0 made 0.0."""
+    import torch
+
+    magnitude = tensor.abs()
+    finite = torch.isfinite(tensor) & (magnitude > 0)
+    exponent = torch.where(finite, torch.floor(torch.log10(magnitude)), torch.zeros_like(tensor))
+    scale = torch.pow(10.0, FINGERPRINT_DIGITS - 1 - exponent)
+    rounded = torch.where(finite, torch.round(tensor * scale) / scale, tensor)
+    return rounded + 0.0
