@@ -262,12 +262,14 @@ def _run_batch(args: argparse.Namespace, console: Console) -> ExitCode:
 
 def _run_validate(args: argparse.Namespace, console: Console) -> ExitCode:
     from grader.assignment import available_assignments
+    from grader.grade import resolve_device
     from grader.validate import validate_assignment
 
     names = [args.assignment] if args.assignment else available_assignments()
+    device = resolve_device(args.device)
     problems = 0
     for name in names:
-        found = validate_assignment(name, device=args.device, say=print)
+        found = validate_assignment(name, device=device, say=print)
         problems += len(found)
         verdict = "ok" if not found else f"{len(found)} problem{'s' * (len(found) > 1)}"
         console.print(f"{name}: {verdict}", markup=False)
