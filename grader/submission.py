@@ -190,7 +190,8 @@ def _merge_notebook(
     (outcome,) = run_bounded([merge], seconds=NOTEBOOK_SECONDS, memory_bytes=CHECK_MEMORY_BYTES)
     value = outcome.value if isinstance(outcome.value, dict) else {}
     if outcome.failure or "problem" in value:
-        problem = str(value.get("problem", "")) or _too_complex("The notebook", outcome)
+        problem = str(value.get("problem", ""))
+        problem = problem or _too_complex("The notebook", outcome, NOTEBOOK_SECONDS)
         return f"{problem} Parts without their own .py file could not be graded from it."
     raw.clear()
     raw.update({name: text.encode("latin-1") for name, text in value["sources"].items()})
@@ -199,10 +200,10 @@ def _merge_notebook(
     return ""
 
 
-def _too_complex(what: str, outcome: Outcome) -> str:
+def _too_complex(what: str, outcome: Outcome, seconds: float) -> str:
     if outcome.failure == TIMEOUT:
         return (
-            f"{what} is too complex to check in {SOURCE_CHECK_SECONDS:.0f} s; simplify it "
+            f"{what} is too complex to check in {seconds:g} s; simplify it "
             "(split very long expressions, f-strings or literals)."
         )
     if outcome.failure == OUT_OF_MEMORY:
@@ -221,7 +222,7 @@ def _source_outcome(name: str, outcome: Outcome) -> tuple[str | None, str]:
     """The clean text (None if unusable) and the problem, from a bounded `inspect_source`."""
     value = outcome.value
     if outcome.failure or not (isinstance(value, list) and len(value) == 3):
-        return None, _too_complex(name, outcome)
+        return None, _too_complex(name, outcome, SOURCE_CHECK_SECONDS)
     usable, text, problem = value
     return (str(text) if usable else None), str(problem)
 

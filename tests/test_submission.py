@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from grader import notebook, submission
 from grader.assignment import load_assignment
 from grader.errors import SubmissionError
-from grader.submission import MAX_SOURCE_BYTES, prepare_submission
+from grader.submission import MAX_SOURCE_BYTES, near_miss_key, prepare_submission
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 GOOD = "def forward_backward(x, y, w1, w2):\n    return x\n"
@@ -157,3 +159,131 @@ def test_an_oversized_archive_is_refused_before_it_is_opened(
     archive = make_zip(tmp_path / "big.zip", {"manual_backprop.py": os.urandom(4000)})
     with pytest.raises(SubmissionError, match="limit"):
         prepare_submission(archive, ASSIGNMENT, tmp_path / "clean")
+
+
+def _flag_names_utf8(archive: Path, replacements: dict[bytes, bytes]) -> None:
+    """Swap entry names for same-length invalid bytes and mark every name as UTF-8."""
+    data = archive.read_bytes()
+    for old, new in replacements.items():
+        assert len(old) == len(new)
+        data = data.replace(old, new)
+    patched = bytearray(data)
+    for signature, flag_offset in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        position = patched.find(signature)
+        while position >= 0:
+            (flags,) = struct.unpack_from("<H", patched, position + flag_offset)
+            struct.pack_into("<H", patched, position + flag_offset, flags | 0x800)
+            position = patched.find(signature, position + 4)
+    archive.write_bytes(bytes(patched))
+
+
+def test_a_zip_entry_falsely_flagged_utf8_costs_only_itself(tmp_path: Path) -> None:
+    archive = make_zip(
+        tmp_path / "sub.zip",
+        {"manual_backprop.py": GOOD.encode(), "notes-aaa.py": b"x = 1\n"},
+    )
+    _flag_names_utf8(archive, {b"notes-aaa.py": b"notes-\xff\xfe\xfd.py"})
+    prepared = prepare_submission(archive, ASSIGNMENT, tmp_path / "out")
+    assert sorted(prepared.files) == ["manual_backprop.py"]
+    assert prepared.problems == {}
+    assert any('"notes-\\xff\\xfe\\xfd.py"' in note for note in prepared.notes), prepared.notes
+
+
+@pytest.mark.parametrize("codec", ["hex", "zlib", "rot13"])
+def test_a_coding_line_naming_a_binary_codec_costs_only_its_part(
+    tmp_path: Path, codec: str
+) -> None:
+    (tmp_path / "manual_backprop.py").write_text(f"# coding: {codec}\n{GOOD}")
+    (tmp_path / "autograd_loop.py").write_text(GOOD)
+    prepared = prepare_submission(tmp_path, ASSIGNMENT, tmp_path / "out")
+    assert "not a text encoding" in prepared.problems["manual_backprop"]
+    assert "autograd_loop" not in prepared.problems
+    assert sorted(prepared.files) == ["autograd_loop.py"]
+
+
+def test_a_source_too_complex_to_compile_in_time_costs_only_its_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(submission, "SOURCE_CHECK_SECONDS", 0.5)
+    (tmp_path / "custom_sigmoid.py").write_text('x = f"' + "{1}" * 300_000 + '"\n')
+    (tmp_path / "manual_backprop.py").write_text(GOOD)
+    prepared = prepare_submission(tmp_path, ASSIGNMENT, tmp_path / "out")
+    assert prepared.problems == {
+        "custom_sigmoid": "custom_sigmoid.py is too complex to check in 0.5 s; simplify it "
+        "(split very long expressions, f-strings or literals)."
+    }
+    assert sorted(prepared.files) == ["manual_backprop.py"]
+    assert prepared.sources["custom_sigmoid"] == "file"
+
+
+def test_any_failure_reading_the_notebook_costs_only_the_parts_it_would_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_: object) -> None:
+        raise TypeError("'int' object is not iterable")
+
+    monkeypatch.setattr(notebook, "merge_notebook_parts", broken)
+    (tmp_path / "manual_backprop.py").write_text(GOOD)
+    (tmp_path / "walkthrough.ipynb").write_text("{}")
+    prepared = prepare_submission(tmp_path, ASSIGNMENT, tmp_path / "out")
+    assert sorted(prepared.files) == ["manual_backprop.py"]
+    assert "manual_backprop" not in prepared.problems
+    assert "The notebook could not be read (TypeError)" in prepared.problems["autograd_loop"]
+    assert any("could not be read" in note for note in prepared.notes)
+
+
+@pytest.mark.parametrize(
+    ("name", "wanted"),
+    [
+        ("Two_Layer_Net.py", "two_layer_net.py"),
+        ("custom_sigmoid (1).py", "custom_sigmoid.py"),
+        ("custom_sigmoid - Copy.py", "custom_sigmoid.py"),
+        ("manual_backprop.py.txt", "manual_backprop.py"),
+        ("dataloader-training.py", "dataloader_training.py"),
+        ("Device Benchmark copy 2.py", "device_benchmark.py"),
+    ],
+)
+@pytest.mark.parametrize("container", ["folder", "zip"])
+def test_a_lone_near_miss_is_graded_in_place_of_the_missing_file(
+    tmp_path: Path, name: str, wanted: str, container: str
+) -> None:
+    folder = tmp_path / "hw"
+    folder.mkdir()
+    (folder / name).write_text(GOOD)
+    (folder / "autograd_loop.py").write_text(GOOD)
+    path = folder
+    if container == "zip":
+        path = make_zip(tmp_path / "hw.zip", {f"hw/{name}": GOOD.encode()})
+    prepared = prepare_submission(path, ASSIGNMENT, tmp_path / "out")
+    assert prepared.files[wanted].read_text() == GOOD
+    assert prepared.problems == {}
+    shown = f"hw/{name}" if container == "zip" else name
+    assert f"{wanted} is missing, so {shown} was graded in its place" in " ".join(prepared.notes)
+    assert f"rename {shown} to {wanted}" in " ".join(prepared.notes)
+
+
+def test_several_near_misses_are_all_named_and_none_is_graded(tmp_path: Path) -> None:
+    for name in ("Two_Layer_Net.py", "two_layer_net (1).py"):
+        (tmp_path / name).write_text(GOOD)
+    prepared = prepare_submission(tmp_path, ASSIGNMENT, tmp_path / "out")
+    assert "two_layer_net.py" not in prepared.files
+    assert prepared.sources["two_layer_net"] == "missing"
+    problem = prepared.problems["two_layer_net"]
+    assert "Two_Layer_Net.py, two_layer_net (1).py" in problem
+    assert "rename it to two_layer_net.py" in problem
+
+
+def test_an_exact_name_wins_over_near_misses(tmp_path: Path) -> None:
+    (tmp_path / "two_layer_net.py").write_text(GOOD)
+    (tmp_path / "Two_Layer_Net.py").write_text("broken(\n")
+    prepared = prepare_submission(tmp_path, ASSIGNMENT, tmp_path / "out")
+    assert prepared.files["two_layer_net.py"].read_text() == GOOD
+    assert not any("Two_Layer_Net.py" in note for note in prepared.notes)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["two_layer_net.pyc", "._two_layer_net.py", "two_layer_net.ipynb", "my_two_layer_net.py"],
+)
+def test_other_files_are_not_near_misses(name: str) -> None:
+    assert near_miss_key(name) != "two_layer_net.py"
