@@ -279,3 +279,26 @@ def test_student_messages(describe: Callable[[str], dict[str, str]]) -> None:
     assert unpacked["message"].startswith("TypeError: cannot unpack non-iterable NoneType")
     assert "while the test ran `_loss, _grad = None`" in unpacked["message"]
     assert "docstring" in unpacked["hint"]
+
+
+def test_near_miss_names_are_tested_with_a_rename_note_or_all_named(starter_kit: Path) -> None:
+    folder = copy_reference_into(starter_kit)
+    (folder / "two_layer_net.py").rename(folder / "Two_Layer_Net.py")
+    sigmoid = folder / "custom_sigmoid.py"
+    shutil.copy(sigmoid, folder / "custom_sigmoid (1).py")
+    sigmoid.rename(folder / "Custom_Sigmoid.py")
+    process = run_kit_cli("check", cwd=starter_kit)
+    assert process.returncode == 1
+    output = " ".join(process.stdout.split())
+    rows = table_rows(process.stdout)
+    assert "all passed" in rows["two_layer_net"]
+    assert (
+        "two_layer_net.py is missing, so Two_Layer_Net.py was graded in its place; rename "
+        "Two_Layer_Net.py to two_layer_net.py (the grader looks for that exact name) before "
+        "you submit."
+    ) in output
+    assert "all passed" not in rows["custom_sigmoid"]
+    assert (
+        "Custom_Sigmoid.py, custom_sigmoid (1).py are all named like custom_sigmoid.py: keep "
+        "the right one and rename it to custom_sigmoid.py"
+    ) in output

@@ -175,3 +175,15 @@ def test_check_accepts_the_zip_it_would_upload(
     assert result.directory == archive
     assert [path.name for path in tested] == sorted(PART_FILES)
     assert {part.source for part in result.parts} == {"file"}
+
+
+def test_a_near_miss_name_is_an_error_that_says_what_to_rename(starter_kit: Path) -> None:
+    folder = starter_kit / KIT_ASSIGNMENT
+    (folder / "manual_backprop.py").rename(folder / "manual_backprop.py.txt")
+    process = run_kit_cli("submit", cwd=starter_kit)
+    assert process.returncode == 1
+    error = flat(process.stderr)
+    assert "missing manual_backprop.py" in error
+    assert "rename manual_backprop.py.txt to manual_backprop.py" in error
+    assert "No zip was written" in error
+    assert not list(starter_kit.glob("*.zip"))
