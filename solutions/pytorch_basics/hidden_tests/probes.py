@@ -287,13 +287,18 @@ def _sigmoid_inputs(seed, device, dtype, shape, scale):
 
 
 def _extreme_inputs(seed, device, dtype):
-    """Very large and very small inputs (|x| up to 1e4), fixed ones and random ones."""
+    """Very large and very small inputs (|x| up to 1e4), fixed ones and random ones, and a
+    random upstream gradient. Moderate random inputs keep the expected outputs depending on
+    the seed (the sigmoid of a huge |x| is 0 or 1 whatever the seed)."""
     g = torch.Generator().manual_seed(seed)
     dt = _dtype(dtype)
     big = [1e4, 1e3, 100.0, 89.0, 88.0, 30.0, 1.0]
     fixed = torch.tensor([-v for v in big] + [0.0] + big[::-1], dtype=dt)
-    rand = (torch.rand(17, generator=g, dtype=dt) * 2 - 1) * 1e4
-    return torch.cat([fixed, rand]).to(device)
+    huge = (torch.rand(17, generator=g, dtype=dt) * 2 - 1) * 1e4
+    moderate = torch.randn(8, generator=g, dtype=dt) * 5
+    x = torch.cat([fixed, huge, moderate])
+    grad_y = torch.rand(x.shape, generator=g, dtype=dt) + 0.5
+    return x.to(device), grad_y.to(device)
 
 
 class _Ctx:
@@ -372,15 +377,15 @@ def sigmoid_backward(part, *, seed, device, dtype, shape, scale=4.0):
 
 def sigmoid_extremes(part, *, seed, device, dtype):
     """The forward alone on very large and very small inputs: everything must stay finite."""
-    x = _extreme_inputs(seed, device, dtype)
+    x, _ = _extreme_inputs(seed, device, dtype)
     y = part.Sigmoid.apply(x.requires_grad_())
     return {"x": _t(x), "y": _t(y), "y_finite": bool(torch.isfinite(y).all())}
 
 
 def sigmoid_extremes_backward(part, *, seed, device, dtype):
     """The backward alone on very large and very small inputs (see `_backward_alone`)."""
-    x = _extreme_inputs(seed, device, dtype)
-    grad_x, forward_error = _backward_alone(part, x, torch.ones_like(x))
+    x, grad_y = _extreme_inputs(seed, device, dtype)
+    grad_x, forward_error = _backward_alone(part, x, grad_y)
     finite = isinstance(grad_x, torch.Tensor) and bool(torch.isfinite(grad_x).all())
     return {"grad_x": _t(grad_x), "grad_finite": finite, "forward_error": forward_error}
 
