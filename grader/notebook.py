@@ -58,6 +58,7 @@ MAX_CELLS = 2_000
 MAX_CELL_CHARS = 100_000
 MAX_CODE_CHARS = 1_000_000
 MAX_CELL_STATEMENTS = 2_000
+MAX_STATEMENTS = 20_000
 # Python's parser takes time quadratic in the fields of one f-string (20,000 fields: 2 s).
 MAX_CELL_BRACES = 2_000
 MAX_SNIPPET_CHARS = 50
@@ -397,7 +398,12 @@ def _segment(lines: list[str], node: ast.stmt) -> str:
 
 
 def _statement(cell: int, line: int, text: str, node: ast.stmt) -> _Statement:
-    binds, uses = _names(text)
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        # What an import binds is in its names; it reads no globals.
+        binds = {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+        uses: set[str] = set()
+    else:
+        binds, uses = _module_names(node) or _names(text)
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         uses -= {node.name}  # a body that calls itself means this definition
     binds |= _mutated(node)
@@ -414,6 +420,18 @@ def _statement(cell: int, line: int, text: str, node: ast.stmt) -> _Statement:
             cell, line, text, frozenset(binds), frozenset(uses), True, imports_from=module
         )
     return _Statement(cell, line, text, frozenset(binds), frozenset(uses), _is_definition(node))
+
+
+def _module_names(node: ast.stmt) -> tuple[set[str], set[str]] | None:
+    """`_names` from the tree alone, for a statement with no nested scope (most of them)."""
+    binds: set[str] = set()
+    uses: set[str] = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name):
+            (uses if isinstance(child.ctx, ast.Load) else binds).add(child.id)
+        elif isinstance(child, SCOPES):
+            return None
+    return binds, uses - BUILTIN_NAMES
 
 
 def _names(text: str) -> tuple[set[str], set[str]]:
@@ -468,6 +486,16 @@ def _child_blocks(node: ast.stmt) -> list[list[ast.stmt]]:
     return []
 
 
+SCOPES = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
 DEFINITIONS = (
     ast.Import,
     ast.ImportFrom,
@@ -508,6 +536,7 @@ def _build_part(
     file_present: bool,
 ) -> _PartCode:
     """The part's file: its own cells' definitions and what they need from the cells above."""
+    own_module = part.module
     notes = [
         f"{part.id}: graded the code in the notebook cell marked part:{part.id}; "
         + (
@@ -527,7 +556,7 @@ def _build_part(
             notes.append(f"{part.id}: notebook {parsed.cell.label}: {parsed.problem}.")
             continue
         for statement in parsed.statements:
-            if statement.imports_from == part.module:
+            if statement.imports_from == own_module:
                 own_names |= statement.imported_names - {"*"}
             elif statement.future:
                 continue  # lifted to the top of the file
@@ -566,10 +595,11 @@ def _slice(
     part: Part, kept: list[_Statement], above: list[_ParsedCell]
 ) -> tuple[list[_Statement], set[str]]:
     """The definitions above that `kept` needs, transitively; and the names none provides."""
+    own_module = part.module
     providers: dict[str, list[_Statement]] = {}
     for parsed in above:
         for statement in parsed.statements:
-            if not statement.definition or statement.imports_from == part.module:
+            if not statement.definition or statement.imports_from == own_module:
                 continue
             if statement.future:
                 continue
@@ -809,10 +839,17 @@ def merge_notebook_parts(
             f"{MAX_CODE_CHARS:,} the grader reads; keep data in files, delete cells you do "
             "not need, and submit again."
         )
-    parsed = [
-        _parse_cell(cell) if not cell.unusable else _ParsedCell(cell, "", (), cell.unusable)
-        for cell in needed
-    ]
+    parsed: list[_ParsedCell] = []
+    statements = 0
+    for cell in needed:
+        skipped = _ParsedCell(cell, "", (), cell.unusable)
+        parsed.append(skipped if cell.unusable else _parse_cell(cell))
+        statements += len(parsed[-1].statements)
+        if statements > MAX_STATEMENTS:
+            raise SubmissionError(
+                f"The notebook's code cells hold over {MAX_STATEMENTS:,} top-level statements, "
+                "more than the grader reads; delete cells you do not need and submit again."
+            )
     sources = dict(file_sources)
     origin: dict[str, str] = {}
     reported: set[int] = set()

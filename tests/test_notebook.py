@@ -34,6 +34,7 @@ from grader.notebook import (
     MAX_CELL_CHARS,
     MAX_CELL_STATEMENTS,
     MAX_CELLS,
+    MAX_STATEMENTS,
     Cell,
     NotebookOrigin,
     NotebookParts,
@@ -473,8 +474,24 @@ def test_wrong_types_anywhere_cost_only_their_cell(assignment: Assignment) -> No
         (b'{"nbformat": 3, "worksheets": []}', "old format version 3"),
         (b"[" * 100_000 + b"]" * 100_000, "could not be read"),
         (raw_notebook([{}] * (MAX_CELLS + 1)), f"more than the {MAX_CELLS:,}"),
+        (
+            raw_notebook(
+                [{"cell_type": "code", "source": "a = 1\n" * MAX_CELL_STATEMENTS}]
+                * (MAX_STATEMENTS // MAX_CELL_STATEMENTS + 1)
+                + [{"cell_type": "code", "source": "# part: autograd_loop\n"}]
+            ),
+            f"over {MAX_STATEMENTS:,} top-level statements",
+        ),
     ],
-    ids=["truncated", "not-utf8", "not-an-object", "version-3", "deep", "too-many-cells"],
+    ids=[
+        "truncated",
+        "not-utf8",
+        "not-an-object",
+        "version-3",
+        "deep",
+        "too-many-cells",
+        "too-many-statements",
+    ],
 )
 def test_unreadable_notebooks_are_a_submission_error(
     assignment: Assignment, data: bytes, message: str
