@@ -912,16 +912,20 @@ def _run_job(
     gpu_reader = config.get("gpu_memory") if job.get("module") else None
     gpu_cap = (int(config["limits"]["memory_mb"]) + GPU_CONTEXT_ALLOWANCE_MB) * 2**20
     gpu_used: int | None = None
+    gpu_checked = 0.0
     watched = {out_r, err_r, report_r, exited}
     while exited in watched:
-        remaining = deadline - time.monotonic()
+        now = time.monotonic()
+        remaining = deadline - now
         if remaining <= 0:
             timed_out = True
             break
         if gpu_reader is not None:
-            gpu_used = _gpu_memory_over_cap(gpu_reader, pid, gpu_cap)
-            if gpu_used is not None:
-                break
+            if now - gpu_checked >= GPU_WATCH_INTERVAL_S:
+                gpu_checked = now
+                gpu_used = _gpu_memory_over_cap(gpu_reader, pid, gpu_cap)
+                if gpu_used is not None:
+                    break
             remaining = min(remaining, GPU_WATCH_INTERVAL_S)
         ready, _, _ = select.select(list(watched), [], [], remaining)
         for fd in ready:
