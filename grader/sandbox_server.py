@@ -25,9 +25,18 @@ Nothing here decides a score: the trusted side only believes what it can check. 
 that fails is reported, never hidden: `ready` carries what this machine allows, and a job
 that cannot get a protection the start-up probe had is refused rather than run with less.
 
-Protocol, one JSON object per line: the trusted side writes jobs on our stdin; we answer
-on our stdout with {"event": "ready", "protections"}, then per job {"event": "started",
-"pid"} and {"event": "exited", "status", "timed_out", "setup", ...}.
+The process started is a zygote: it imports torch, shapes the view, probes the protections
+and then never holds any submission's data. Each submission gets a server of its own,
+forked from the zygote, which does all of the above for that submission's jobs and is
+killed when the next submission starts; so no student process's memory ever held another
+submission's files, output or messages.
+
+Protocol, one JSON object per line. Our stdin is a unix socket: the trusted side writes the
+settings on it, we answer on our stdout {"event": "ready", "protections", "gpu_memory_cap"};
+then each request on the socket ({"probe_files"}) carries one descriptor, a socket for one
+submission, and we answer {"event": "forked", "pid"}. On that socket the trusted side writes
+jobs and the submission's server answers per job {"event": "started", "pid"} and {"event":
+"exited", "status", "timed_out", "setup", ...}.
 """
 
 from __future__ import annotations
