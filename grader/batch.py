@@ -54,7 +54,9 @@ from grader.atomic import write_json_atomic, write_text_atomic
 from grader.errors import GraderError, SubmissionError, UsageError
 from grader.results import MAX_DETAIL_CHARS, MAX_NAME_CHARS
 from grader.safetext import clean_data, clean_name, entry_key, hashed_entry_key
+from grader.similarity import MIN_SHARE, SimilarPair, class_similarity
 from grader.submission import JUNK_DIRS, prepare_submission
+from grader.summary import points, summarize, write_summary
 
 if TYPE_CHECKING:
     from grader.sandbox import Sandbox
@@ -68,6 +70,7 @@ REPORT_NAME = "report.json"
 # the batch's own outputs (batch.json, gradebook.csv, summary.*) beside it.
 REPORTS_DIR = "reports"
 STATE_FILE = "batch.json"
+SIMILARITY_FILE = "similarity.json"
 SCRATCH_PREFIX = "grader-batch-"
 EXECUTORS = ("local", "ray")
 # A worker that holds one submission longer than this many test time limits is stuck.
@@ -125,6 +128,7 @@ class BatchOptions:
     address: str | None = None
     device: str = "auto"
     seed: int | None = None
+    similarity: bool = True
 
 
 @dataclass(frozen=True)
@@ -768,12 +772,7 @@ class RayExecutor:
         self.address = address
 
     def run(self, items: list[BatchItem], on_done: OnDone) -> None:
-        try:
-            import ray
-        except ImportError:
-            raise UsageError(
-                "--executor ray needs Ray: pip install 'torch-grader[ray]' (or pip install ray)."
-            ) from None
+        ray = require_ray()
         ray.init(
             address=self.address,
             num_cpus=self.workers if self.address is None else None,
@@ -811,6 +810,22 @@ class RayExecutor:
                         device=device,
                     )
                 on_done(item, report)
+
+
+def require_ray() -> Any:
+    """The `ray` module, or a UsageError saying how to install it into this checkout's venv."""
+    try:
+        import ray
+    except ImportError:
+        python = Path(sys.executable)
+        pip = python.with_name("pip")
+        install = f"{pip} install -e '.[ray]'" if pip.exists() else f"{python} -m pip install ray"
+        raise UsageError(
+            f"--executor ray needs Ray, which is not installed for {python}. From the "
+            f"checkout's folder ({COURSE_ROOT}): {install}  (or run without --executor ray "
+            "to grade on this machine)."
+        ) from None
+    return ray
 
 
 def _first_line(error: BaseException) -> str:
@@ -855,11 +870,11 @@ def gradebook_rows(
             "student": _cell(item.student),
             "email": _cell(item.email),
             "submission": _cell(item.key),
-            "total": str(report["score"]) if report else "",
+            "total": points(float(report["score"])) if report else "",
         }
         for part in assignment.parts:
             entry = parts.get(part.id) if isinstance(parts, dict) else None
-            row[part.id] = str(entry["score"]) if isinstance(entry, dict) else ""
+            row[part.id] = points(float(entry["score"])) if isinstance(entry, dict) else ""
         row["status"] = report_status(report)
         rows.append(row)
     return rows
@@ -872,6 +887,39 @@ def write_gradebook(path: Path, rows: list[dict[str, str]], assignment: Assignme
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
+    write_text_atomic(path, buffer.getvalue())
+
+
+CANVAS_FILE = "gradebook-canvas.csv"
+CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+CANVAS_POINTS_ROW = "    Points Possible"
+
+
+def canvas_rows(
+    items: list[BatchItem], reports: dict[str, Report | None], assignment: Assignment
+) -> list[list[str]]:
+    """Canvas's gradebook import layout: one row per student, a group's score on each member.
+
+    Canvas matches rows by ID or SIS ids: Gradescope's `sid` goes in SIS User ID and the email
+    in SIS Login ID; the Canvas ID and Section stay empty (Canvas fills them from its roster).
+    A submission graded with a grader error, or not graded, leaves the score empty, so the
+    import does not overwrite a grade with a wrong 0.
+    """
+    header = [*CANVAS_COLUMNS, assignment.title or assignment.id]
+    rows = [header, [CANVAS_POINTS_ROW, "", "", "", "", points(assignment.max_score)]]
+    for item in sorted(items, key=lambda i: i.key):
+        report = reports.get(item.key)
+        status = report_status(report)
+        score = points(float(report["score"])) if report and status != STATUS_GRADER_ERROR else ""
+        for person in item.submitters or (Submitter(name=item.key),):
+            name = _cell(person.name or item.key)
+            rows.append([name, "", _cell(person.sid), _cell(person.email), "", score])
+    return rows
+
+
+def write_canvas_gradebook(path: Path, rows: list[list[str]]) -> None:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
     write_text_atomic(path, buffer.getvalue())
 
 
@@ -939,14 +987,36 @@ def _progress(console: Console) -> Progress:
     )
 
 
+def _similarity(
+    items: list[BatchItem], assignment: Assignment, out_dir: Path, *, enabled: bool
+) -> tuple[tuple[SimilarPair, ...], str]:
+    """The class's similar pairs (similarity.json, side-by-side pages) and a line about them."""
+    if not enabled:
+        return (), "Not computed (--no-similarity)."
+    try:
+        result = class_similarity(items, assignment, out_dir)
+    except Exception as error:  # the grades stand without it
+        log.exception("code similarity failed")
+        return (), f"Code similarity could not be computed: {_first_line(error)}"
+    write_json_atomic(
+        out_dir / SIMILARITY_FILE,
+        {"version": 1, "seconds": result.seconds, "pairs": [asdict(p) for p in result.pairs]},
+    )
+    return result.pairs, (
+        f"{result.submissions} submissions compared part by part in {result.seconds:.1f} s "
+        f"(copydetect winnowing; the starter code is boilerplate). Listed: pairs where at least "
+        f"{MIN_SHARE:.0%} of one side's code is also in the other."
+    )
+
+
 def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -> BatchOutcome:
     """Grade what under `options.root` is not graded yet; write reports, gradebook, summary."""
-    from grader.summary import summarize, write_summary
-
     if options.executor not in EXECUTORS:
         raise UsageError(f"--executor {options.executor!r}: use one of {', '.join(EXECUTORS)}.")
     if options.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {options.workers}.")
+    if options.executor == "ray":
+        require_ray()  # before anything is read, started or printed
     out_dir = options.out_dir.resolve()
     items = discover_submissions(options.root, assignment, exclude=(out_dir,))
     state = read_report(out_dir / STATE_FILE) or {}
@@ -1014,6 +1084,23 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
     finally:
         rows = gradebook_rows(items, reports, assignment)
         write_gradebook(options.csv_path, rows, assignment)
-    write_summary(summarize(assignment, items, reports), rows, out_dir, console)
-    console.print(Text(f"gradebook: {options.csv_path}\nreports and summary: {out_dir}"))
+        canvas_path = options.csv_path.with_name(CANVAS_FILE)
+        write_canvas_gradebook(canvas_path, canvas_rows(items, reports, assignment))
+    pairs, note = _similarity(items, assignment, out_dir, enabled=options.similarity)
+    ordered = sorted(items, key=lambda i: i.key)
+    write_summary(
+        summarize(assignment, items, reports),
+        rows,
+        out_dir,
+        console,
+        students=[(item.key, item.student, reports.get(item.key)) for item in ordered],
+        similarity=pairs,
+        similarity_note=note,
+    )
+    console.print(
+        Text(
+            f"gradebook: {options.csv_path} (Canvas import: {canvas_path})\n"
+            f"reports and summary: {out_dir}"
+        )
+    )
     return outcome

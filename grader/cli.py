@@ -126,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--address", help="Ray cluster address (default: start a local instance)")
     batch.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     batch.add_argument("--seed", type=_seed, help="the seed for every submission")
+    batch.add_argument(
+        "--no-similarity",
+        dest="similarity",
+        action="store_false",
+        help="skip the code similarity report (copydetect) in summary.html",
+    )
 
     validate = commands.add_parser(
         "validate", help="check an assignment (reference, stubs, tests, fixtures, kit, notebook)"
@@ -251,6 +257,7 @@ def _run_batch(args: argparse.Namespace, console: Console) -> ExitCode:
         address=args.address,
         device=args.device,
         seed=args.seed,
+        similarity=args.similarity,
     )
     try:
         outcome = run_batch(options, assignment, console)

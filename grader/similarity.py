@@ -1,0 +1,224 @@
+"""Code similarity across a class, per part, with copydetect (winnowed fingerprints, as MOSS).
+
+Runs on the trusted side over the submissions' clean source copies as text; it never imports
+or runs them. The starter code the class was given is boilerplate: what every submission
+shares with it does not count as similarity.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import itertools
+import logging
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from grader.assignment import Assignment
+from grader.atomic import write_text_atomic
+from grader.errors import SubmissionError
+from grader.submission import prepare_submission
+
+if TYPE_CHECKING:
+    from grader.batch import BatchItem
+
+log = logging.getLogger(__name__)
+
+SIMILARITY_DIR = "similarity"
+PAIRS_SHOWN = 30
+# copydetect's defaults: matches shorter than NOISE tokens never count, matches of GUARANTEE
+# tokens or more are always found.
+NOISE_TOKENS = 25
+GUARANTEE_TOKENS = 30
+# Pairs where neither side has at least this share of its code in the other are not listed.
+MIN_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class SimilarPair:
+    """Two submissions' code of one part, and how much of each the other one covers."""
+
+    part: str
+    first: str  # submission keys
+    second: str
+    # Share of each side's tokens (after the boilerplate is removed) found in the other.
+    first_share: float
+    second_share: float
+    # The side-by-side page, relative to summary.html.
+    page: str = ""
+
+    @property
+    def score(self) -> float:
+        return max(self.first_share, self.second_share)
+
+
+def pair_file(pair: SimilarPair, rank: int) -> str:
+    return f"{SIMILARITY_DIR}/{rank:03d}-{pair.part}.html"
+
+
+def similarity_html(pairs: Sequence[SimilarPair], note: str) -> str:
+    """The ranked pairs as a table linking each to its side-by-side page."""
+    rows = list(pairs)
+    text = f"<p class=meta>{html.escape(note)}</p>" if note else ""
+    if not rows:
+        return text + "<p>No similar pairs found.</p>"
+    body = "".join(
+        "<tr>"
+        f"<td class=num>{rank}</td><td>{html.escape(pair.part)}</td>"
+        f"<td>{html.escape(pair.first)}</td><td>{html.escape(pair.second)}</td>"
+        f"<td class=num>{pair.first_share * 100:.0f}%</td>"
+        f"<td class=num>{pair.second_share * 100:.0f}%</td>"
+        + (
+            f'<td><a href="{html.escape(quote(pair.page, safe="/"))}">side by side</a></td>'
+            if pair.page
+            else "<td></td>"
+        )
+        + "</tr>"
+        for rank, pair in enumerate(rows[:PAIRS_SHOWN], start=1)
+    )
+    return (
+        text + "<table><thead><tr><th class=num>rank</th><th>part</th><th>submission</th>"
+        "<th>submission</th><th class=num>first in second</th><th class=num>second in first"
+        f"</th><th>view</th></tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
+@dataclass(frozen=True)
+class SimilarityResult:
+    pairs: tuple[SimilarPair, ...]
+    seconds: float
+    submissions: int
+
+
+def part_sources(items: Iterable[BatchItem], assignment: Assignment) -> dict[str, dict[str, str]]:
+    """Submission key -> part id -> the clean source text `grade` would run (notebooks too)."""
+    sources: dict[str, dict[str, str]] = {}
+    with tempfile.TemporaryDirectory(prefix="grader-similarity-") as scratch:
+        for index, item in enumerate(items):
+            dest = Path(scratch) / str(index)
+            try:
+                prepared = prepare_submission(item.path, assignment, dest)
+            except SubmissionError:
+                continue
+            texts = {}
+            for part in assignment.parts:
+                path = prepared.files.get(part.file)
+                if path is not None:
+                    texts[part.id] = path.read_text(encoding="utf-8")
+            sources[item.key] = texts
+    return sources
+
+
+def _fingerprint(text: str, name: str, boilerplate: Any) -> Any:
+    from copydetect import CodeFingerprint
+
+    return CodeFingerprint(
+        name,
+        NOISE_TOKENS,
+        GUARANTEE_TOKENS - NOISE_TOKENS + 1,
+        boilerplate=boilerplate,
+        language="python",
+        fp=io.StringIO(text),
+    )
+
+
+def find_similar_pairs(
+    sources: dict[str, dict[str, str]], assignment: Assignment
+) -> list[tuple[SimilarPair, Any, Any, Any, Any]]:
+    """Every pair of submissions whose code of a part mostly appears in the other's, ranked.
+
+    Each entry also carries both fingerprints and their copied slices, for the side-by-side
+    page. Text shared with the part's starter file is boilerplate and never counts.
+    """
+    from copydetect import compare_files
+
+    found = []
+    for part in assignment.parts:
+        starter = assignment.directory / part.file
+        boilerplate: Any = []
+        if starter.is_file():
+            boilerplate = _fingerprint(starter.read_text(encoding="utf-8"), part.file, None).hashes
+            boilerplate = sorted(boilerplate)
+        prints = {}
+        for key in sorted(sources):
+            text = sources[key].get(part.id)
+            if text is not None and text.strip():
+                try:
+                    prints[key] = _fingerprint(text, f"{key}/{part.file}", boilerplate)
+                except Exception:  # a source copydetect cannot read is left out, not fatal
+                    log.debug("similarity: cannot fingerprint %s of %s", part.file, key)
+        for first, second in itertools.combinations(sorted(prints), 2):
+            one, two = prints[first], prints[second]
+            if not one.hashes or not two.hashes:
+                continue
+            _, (share_one, share_two), (slices_one, slices_two) = compare_files(one, two)
+            if max(share_one, share_two) < MIN_SHARE:
+                continue
+            pair = SimilarPair(
+                part.id, first, second, round(float(share_one), 4), round(float(share_two), 4)
+            )
+            found.append((pair, one, two, slices_one, slices_two))
+    order = {part.id: index for index, part in enumerate(assignment.parts)}
+    found.sort(key=lambda entry: (-entry[0].score, order[entry[0].part], entry[0].first))
+    return found
+
+
+def _highlighted(text: str, slices: Any) -> str:
+    """`text` escaped, with the copied stretches marked."""
+    pieces, position = [], 0
+    spans = sorted(zip(slices[0], slices[1], strict=True)) if len(slices) == 2 else []
+    for start, end in spans:
+        start, end = max(int(start), position), int(end)
+        if end <= start:
+            continue
+        pieces.append(html.escape(text[position:start]))
+        pieces.append(f"<mark>{html.escape(text[start:end])}</mark>")
+        position = end
+    pieces.append(html.escape(text[position:]))
+    return "".join(pieces)
+
+
+def side_by_side_html(
+    pair: SimilarPair, one: Any, two: Any, slices_one: Any, slices_two: Any
+) -> str:
+    from grader.summary import page_html
+
+    body = (
+        "<p><a href='../summary.html'>back to the summary</a></p>"
+        f"<p>Marked: code found in both, beyond the starter file. {html.escape(pair.first)}: "
+        f"{pair.first_share * 100:.0f}% of its code is in {html.escape(pair.second)}; "
+        f"{html.escape(pair.second)}: {pair.second_share * 100:.0f}% is in "
+        f"{html.escape(pair.first)}.</p><div class=side>"
+        f"<div><h2>{html.escape(pair.first)}</h2><pre>{_highlighted(one.raw_code, slices_one)}"
+        f"</pre></div><div><h2>{html.escape(pair.second)}</h2>"
+        f"<pre>{_highlighted(two.raw_code, slices_two)}</pre></div></div>"
+    )
+    return page_html(f"{pair.part}: {pair.first} and {pair.second}", body)
+
+
+def class_similarity(
+    items: Sequence[BatchItem], assignment: Assignment, out_dir: Path
+) -> SimilarityResult:
+    """Rank similar pairs over the class and write a side-by-side page for each one shown."""
+    started = time.monotonic()
+    found = find_similar_pairs(part_sources(items, assignment), assignment)
+    pairs = []
+    folder = out_dir / SIMILARITY_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.html"):
+        stale.unlink()
+    for rank, (pair, one, two, slices_one, slices_two) in enumerate(found, start=1):
+        if rank <= PAIRS_SHOWN:
+            shown = replace(pair, page=pair_file(pair, rank))
+            write_text_atomic(
+                out_dir / shown.page, side_by_side_html(shown, one, two, slices_one, slices_two)
+            )
+            pairs.append(shown)
+        else:
+            pairs.append(pair)
+    return SimilarityResult(tuple(pairs), round(time.monotonic() - started, 2), len(items))

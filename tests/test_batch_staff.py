@@ -1,0 +1,379 @@
+"""What `batch` gives course staff: why tests failed, the wrong answers submissions share, code
+similarity, per-student pages and the Canvas gradebook.
+
+The end-to-end tests share one small class graded once (a module fixture): copies of the
+reference with injected bugs, two groups of identical wrong answers, a syntax error, a
+missing file, a crash, and a copied pair (renamed variables, reordered functions).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from conftest import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, run_grader_cli
+
+from grader.assignment import load_assignment
+from grader.batch import (
+    CANVAS_COLUMNS,
+    CANVAS_POINTS_ROW,
+    BatchItem,
+    BatchOptions,
+    Submitter,
+    canvas_rows,
+    run_batch,
+)
+from grader.errors import UsageError
+from grader.mistakes import (
+    CRASHED,
+    DOES_NOT_COMPILE,
+    LIMIT_EXCEEDED,
+    MISSING_FILE,
+    TIMEOUT,
+    WRONG_ANSWER,
+    combine_fingerprints,
+    output_fingerprint,
+    report_test_cause,
+    student_failure_cause,
+)
+from grader.summary import summarize
+
+ASSIGNMENT = load_assignment("pytorch_basics")
+PARTS = tuple(part.id for part in ASSIGNMENT.parts)
+POINTS = {part.id: part.points for part in ASSIGNMENT.parts}
+CORPUS = COURSE_ROOT / "tests" / "submissions"
+STARTER = COURSE_ROOT / "assignments" / "pytorch_basics"
+SEED = 777
+
+
+# -- causes and fingerprints (fast) ----------------------------------------------------------
+
+
+def test_student_failures_are_classified_from_what_the_grader_knows() -> None:
+    def cause(outcome: str = "error", message: str = "", **known: Any) -> str:
+        facts: dict[str, Any] = {"file_present": True, "source": "file", "problem": None}
+        return student_failure_cause(outcome, message, **{**facts, **known})
+
+    assert cause("timeout", "Stopped after 60 s") == TIMEOUT
+    assert cause(file_present=False, source="missing") == MISSING_FILE
+    assert cause(problem="line 3: invalid syntax") == DOES_NOT_COMPILE
+    assert cause(file_present=False, problem="not valid UTF-8") == DOES_NOT_COMPILE
+    oversized = "x.py is 900 KiB, over the 512 KiB limit for a source file."
+    assert cause(file_present=False, problem=oversized) == LIMIT_EXCEEDED
+    assert cause(message="Your code ran out of memory (limit 3072 MB).") == LIMIT_EXCEEDED
+    assert cause(message="Your code used 9000 MB of GPU memory and was stopped") == LIMIT_EXCEEDED
+    assert cause(message="Your code was killed (most often for using too much memory") == (
+        LIMIT_EXCEEDED
+    )
+    # A student's exception text comes after "Your code raised": it cannot fake a limit.
+    assert cause(message="Your code raised ValueError: Your code used 1 MB") == CRASHED
+    # Reports without a recorded cause (older ones) are classified from their outcome.
+    assert report_test_cause({"outcome": "failed"}, None) == WRONG_ANSWER
+    assert report_test_cause({"outcome": "error"}, {"source": "missing"}) == MISSING_FILE
+    assert report_test_cause({"outcome": "error", "cause": "bogus"}, {}) == CRASHED
+
+
+def test_fingerprints_equal_for_the_same_rounded_outputs() -> None:
+    values = torch.tensor([[1.0, -2.5], [3.25, 0.0]], dtype=torch.float64)
+    same = {"grad": values + 1e-9, "loss": 0.30000001}
+    assert output_fingerprint({"grad": values, "loss": 0.3}) == output_fingerprint(same)
+    assert output_fingerprint(values) == output_fingerprint(values.clone() * -1 * -1)
+    assert output_fingerprint(torch.tensor([0.0])) == output_fingerprint(torch.tensor([-0.0]))
+    assert output_fingerprint(values) != output_fingerprint(values.T)
+    assert output_fingerprint(values) != output_fingerprint(values.float())
+    assert output_fingerprint([1.0, 2.0]) != output_fingerprint([1.0, 2.01])
+    assert combine_fingerprints([]) == "" and combine_fingerprints(["a", ""]) == ""
+
+
+def failing(part: str, name: str, outcome: str, **extra: Any) -> dict[str, Any]:
+    return {"part": part, "name": name, "outcome": outcome, "message": f"{name} bad", **extra}
+
+
+def report_of(tests: list[dict[str, Any]], **parts: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "assignment": ASSIGNMENT.id,
+        "score": 10.0,
+        "max_score": ASSIGNMENT.max_score,
+        "parts": {p: {"score": 1.0, "max_score": POINTS[p], **parts.get(p, {})} for p in PARTS},
+        "tests": tests,
+        "seed": 1,
+        "submission": {"sha256": "x", "files": list(PART_FILES)},
+        "grader_error": None,
+    }
+
+
+def test_summary_counts_wrong_answers_apart_from_other_causes() -> None:
+    wrong = failing("manual_backprop", "grads", "failed", cause=WRONG_ANSWER, fingerprint="f1")
+    reports: dict[str, dict[str, Any] | None] = {
+        "a": report_of([wrong]),
+        "b": report_of([wrong]),
+        "c": report_of([{**wrong, "fingerprint": "f2"}]),
+        "d": report_of(
+            [
+                failing("manual_backprop", "grads", "error", cause=DOES_NOT_COMPILE),
+                failing("manual_backprop", "loop", "error", cause=DOES_NOT_COMPILE),
+            ]
+        ),
+        "e": report_of(
+            [failing("manual_backprop", "grads", "error")], manual_backprop={"source": "missing"}
+        ),
+    }
+    items = [BatchItem(key, Path(key)) for key in reports]
+    summary = summarize(ASSIGNMENT, items, reports)
+    assert [(t.name, t.failures) for t in summary.failed_tests] == [("grads", 3)]
+    backprop = summary.causes[0]
+    assert backprop.part == "manual_backprop"
+    assert backprop.submissions[WRONG_ANSWER] == 3
+    assert backprop.submissions[DOES_NOT_COMPILE] == 1  # one submission, two tests
+    assert backprop.submissions[MISSING_FILE] == 1
+    [cluster] = summary.clusters
+    assert (cluster.name, cluster.submissions) == ("grads", ("a", "b"))
+    assert cluster.message == "grads bad"
+
+
+def test_canvas_rows_follow_the_import_layout() -> None:
+    items = [
+        BatchItem("g1", Path("g1"), (Submitter("Ada", "ada@x.edu", "100"), Submitter("Bo"))),
+        BatchItem("solo", Path("solo")),
+        BatchItem("crashed", Path("crashed"), (Submitter("=1+1", "c@x.edu", "7"),)),
+    ]
+    reports: dict[str, dict[str, Any] | None] = {
+        "g1": report_of([]) | {"score": 82.777778},
+        "solo": report_of([]),
+        "crashed": report_of([]) | {"grader_error": "worker died"},
+    }
+    rows = canvas_rows(items, reports, ASSIGNMENT)
+    assert rows[0] == [*CANVAS_COLUMNS, ASSIGNMENT.title]
+    assert rows[1] == [CANVAS_POINTS_ROW, "", "", "", "", "100"]
+    body = {row[0]: row for row in rows[2:]}
+    assert body["Ada"] == ["Ada", "", "100", "ada@x.edu", "", "82.78"]
+    assert body["Bo"][-1] == "82.78"  # each member of a group gets the group's score
+    assert body["solo"][-1] == "10"
+    assert body["'=1+1"][-1] == ""  # a grader error leaves the grade alone
+
+
+def test_missing_ray_is_reported_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    monkeypatch.setitem(__import__("sys").modules, "ray", None)  # `import ray` fails
+    out = tmp_path / "out"
+    console = Console(file=io.StringIO(), width=100)
+    options = BatchOptions(
+        root=tmp_path / "nowhere", out_dir=out, csv_path=out / "g.csv", workers=1, executor="ray"
+    )
+    with pytest.raises(UsageError, match=r"install -e '\.\[ray\]'"):
+        run_batch(options, ASSIGNMENT, console)
+    assert not out.exists()
+    assert console.file.getvalue() == ""  # type: ignore[attr-defined]
+
+
+# -- a small class, end to end ---------------------------------------------------------------
+
+# The reference custom_sigmoid.py rewritten by a student who copied it: local names changed
+# (the contract fixes the public ones), functions in another order, comments dropped.
+COPIED_SIGMOID = """\
+from __future__ import annotations
+
+import torch
+
+
+def train_sigmoid_net(
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    first: torch.Tensor,
+    second: torch.Tensor,
+    learning_rate: float = 1e-6,
+    steps: int = 500,
+) -> list[float]:
+    history: list[float] = []
+    for _ in range(steps):
+        prediction = sigmoid(inputs @ first) @ second
+        err = ((prediction - targets) ** 2).sum()
+        history.append(err.item())
+        err.backward()
+        with torch.no_grad():
+            first -= learning_rate * first.grad
+            second -= learning_rate * second.grad
+            first.grad.zero_()
+            second.grad.zero_()
+    return history
+
+
+def sigmoid(t: torch.Tensor) -> torch.Tensor:
+    out: torch.Tensor = Sigmoid.apply(t)
+    return out
+
+
+class Sigmoid(torch.autograd.Function):
+    @staticmethod
+    def backward(
+        context: torch.autograd.function.FunctionCtx, upstream: torch.Tensor
+    ) -> torch.Tensor:
+        (saved,) = context.saved_tensors
+        return upstream * saved * (1.0 - saved)
+
+    @staticmethod
+    def forward(context: torch.autograd.function.FunctionCtx, t: torch.Tensor) -> torch.Tensor:
+        ex = torch.exp(-t.abs())
+        saved = torch.where(t >= 0, 1.0 / (1.0 + ex), ex / (1.0 + ex))
+        context.save_for_backward(saved)
+        return saved
+"""
+
+
+@dataclass(frozen=True)
+class SmallClass:
+    out: Path
+    result: Any
+    summary: dict[str, Any]
+    reports: dict[str, dict[str, Any]]
+
+
+def build_small_class(root: Path) -> None:
+    """Ten submissions; custom_sigmoid is the starter stub except in the copied pair."""
+
+    def student(key: str, replace: dict[str, str | None]) -> None:
+        folder = root / key
+        folder.mkdir(parents=True)
+        for name in PART_FILES:
+            source = STARTER / name if name == "custom_sigmoid.py" else SOLUTIONS_DIR / name
+            shutil.copy(source, folder / name)
+        for name, text in replace.items():
+            if text is None:
+                (folder / name).unlink()
+            else:
+                (folder / name).write_text(text)
+
+    def corpus(case: str, name: str) -> str:
+        return (CORPUS / case / name).read_text()
+
+    w1 = corpus("manual-backprop-grad-w1-transposed", "manual_backprop.py")
+    relu = corpus("two-layer-net-relu-on-output", "two_layer_net.py")
+    student("copy_a", {"custom_sigmoid.py": (SOLUTIONS_DIR / "custom_sigmoid.py").read_text()})
+    student("copy_b", {"custom_sigmoid.py": COPIED_SIGMOID})
+    for key in ("w1_a", "w1_b", "w1_c"):
+        student(key, {"manual_backprop.py": w1})
+    for key in ("relu_a", "relu_b"):
+        student(key, {"two_layer_net.py": relu})
+    student("syntax", {"two_layer_net.py": "def broken(:\n    pass\n"})
+    student("missing", {"dataloader_training.py": None})
+    student(
+        "exits",
+        {"dataloader_training.py": corpus("dataloader-evaluate-calls-sys-exit", PART_FILES[4])},
+    )
+
+
+@pytest.fixture(scope="module")
+def small_class(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SmallClass]:
+    base = tmp_path_factory.mktemp("staff")
+    root, out = base / "submissions", base / "out"
+    build_small_class(root)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GRADER_TEST_TIMEOUT_S", "20")
+        result = run_grader_cli("batch", root, "--out", out, "--workers", "2", "--seed", str(SEED))
+    assert result.returncode == 0, result.stdout + result.stderr
+    reports = {
+        path.parent.name: json.loads(path.read_text()) for path in out.glob("reports/*/report.json")
+    }
+    summary = json.loads((out / "summary.json").read_text())
+    yield SmallClass(out, result, summary, reports)
+
+
+@pytest.mark.slow
+def test_identical_wrong_answers_are_grouped(small_class: SmallClass) -> None:
+    clusters = {(c["part"], tuple(c["submissions"])): c for c in small_class.summary["clusters"]}
+    w1 = [c for (part, members), c in clusters.items() if members == ("w1_a", "w1_b", "w1_c")]
+    relu = [c for (part, members), c in clusters.items() if members == ("relu_a", "relu_b")]
+    assert w1 and all(c["part"] == "manual_backprop" for c in w1)
+    assert relu and all(c["part"] == "two_layer_net" for c in relu)
+    assert all(c["message"] for c in w1 + relu)
+    # Nobody else returned those wrong values: no cluster mixes in other submissions.
+    for cluster in small_class.summary["clusters"]:
+        assert set(cluster["submissions"]) in (
+            {"w1_a", "w1_b", "w1_c"},
+            {"relu_a", "relu_b"},
+        )
+    page = (small_class.out / "summary.html").read_text()
+    assert "3 submissions returned the same wrong" in page
+    assert "2 submissions returned the same wrong" in page
+
+
+@pytest.mark.slow
+def test_failures_are_counted_by_cause(small_class: SmallClass) -> None:
+    causes = {c["part"]: c["submissions"] for c in small_class.summary["causes"]}
+    assert causes["manual_backprop"][WRONG_ANSWER] == 3
+    assert causes["two_layer_net"][WRONG_ANSWER] == 2
+    assert causes["two_layer_net"][DOES_NOT_COMPILE] == 1
+    assert causes["dataloader_training"][MISSING_FILE] == 1
+    assert causes["dataloader_training"][CRASHED] == 1
+    # The stub raises NotImplementedError: a crash, not a wrong answer.
+    assert causes["custom_sigmoid"][CRASHED] == 8
+    assert causes["custom_sigmoid"][WRONG_ANSWER] == 0
+    wrong_parts = {t["part"] for t in small_class.summary["failed_tests"]}
+    assert wrong_parts == {"manual_backprop", "two_layer_net"}
+    syntax = small_class.reports["syntax"]
+    assert {t.get("cause") for t in syntax["tests"] if t["part"] == "two_layer_net"} == {
+        DOES_NOT_COMPILE
+    }
+
+
+@pytest.mark.slow
+def test_canvas_gradebook_matches_the_reports(small_class: SmallClass) -> None:
+    text = (small_class.out / "gradebook-canvas.csv").read_text()
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0] == [*CANVAS_COLUMNS, ASSIGNMENT.title]
+    assert rows[1][0] == CANVAS_POINTS_ROW
+    body = {row[0]: row for row in rows[2:]}
+    assert set(body) == set(small_class.reports)
+    for key, report in small_class.reports.items():
+        assert float(body[key][5]) == pytest.approx(report["score"], abs=0.005)
+    plain = list(csv.DictReader(io.StringIO((small_class.out / "gradebook.csv").read_text())))
+    assert all(len(row["total"].partition(".")[2]) <= 2 for row in plain)
+
+
+@pytest.mark.slow
+def test_every_row_links_to_a_page_with_the_full_feedback(small_class: SmallClass) -> None:
+    page = (small_class.out / "summary.html").read_text()
+    for key, report in small_class.reports.items():
+        assert f'href="students/{key}.html"' in page
+        student = (small_class.out / "students" / f"{key}.html").read_text()
+        for test in report["tests"]:
+            if test["outcome"] != "passed" and test["message"]:
+                first = test["message"].splitlines()[0]
+                assert first.replace("&", "&amp;").replace("<", "&lt;")[:60] in student.replace(
+                    "&#x27;", "'"
+                ).replace("&quot;", '"')
+
+
+@pytest.mark.slow
+def test_the_copied_pair_ranks_first_in_its_part(small_class: SmallClass) -> None:
+    data = json.loads((small_class.out / "similarity.json").read_text())
+    sigmoid = [p for p in data["pairs"] if p["part"] == "custom_sigmoid"]
+    # The others hand in the starter file there: all boilerplate, never similar.
+    assert [(p["first"], p["second"]) for p in sigmoid] == [("copy_a", "copy_b")]
+    assert min(sigmoid[0]["first_share"], sigmoid[0]["second_share"]) > 0.5
+    # Identical files rank at the top; every listed pair has its side-by-side page.
+    scores = [max(p["first_share"], p["second_share"]) for p in data["pairs"]]
+    assert scores == sorted(scores, reverse=True)
+    page = (small_class.out / sigmoid[0]["page"]).read_text()
+    assert "<mark>" in page and "copy_a" in page and "copy_b" in page
+    summary = (small_class.out / "summary.html").read_text()
+    assert sigmoid[0]["page"] in summary and "side by side" in summary
+
+
+def test_no_similarity_skips_it(tmp_path: Path) -> None:
+    from grader.batch import _similarity
+
+    pairs, note = _similarity([], ASSIGNMENT, tmp_path, enabled=False)
+    assert pairs == () and "--no-similarity" in note
+    assert not (tmp_path / "similarity").exists()
