@@ -80,7 +80,7 @@ def test_cuda_without_a_gpu_is_a_usage_error() -> None:
 def test_nonexistent_submission_is_graded_zero_with_a_visible_reason(tmp_path: Path) -> None:
     """Grading finished (exit 0): both files say the submission could not be read."""
     missing = tmp_path / "no-such-folder"
-    process, report, results = grade_to_report(missing, tmp_path)
+    process, report, results = grade_to_report(missing, tmp_path, "-a", "pytorch_basics")
     assert process.returncode == 0, process.stderr
     assert report["score"] == 0
     assert part_scores(report) == dict.fromkeys(POINTS, 0.0)
