@@ -289,8 +289,9 @@ h1 { font-size: 1.5rem; } h2 { font-size: 1.15rem; margin-top: 2rem; }
 table { border-collapse: collapse; width: 100%; margin: .5rem 0; table-layout: auto; }
 th, td { text-align: left; padding: .25rem .4rem; border-bottom: 1px solid #ddd;
          vertical-align: top; overflow-wrap: anywhere; }
-th { background: #f4f4f6; font-weight: 600; } td.num, th.num { text-align: right;
-     font-variant-numeric: tabular-nums; }
+th { background: #f4f4f6; font-weight: 600; overflow-wrap: normal; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; overflow-wrap: normal; }
 .meta { color: #555; } .msg { font-family: ui-monospace, monospace;
      font-size: .85rem; white-space: pre-wrap; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f7f7f9; padding: .5rem; }
@@ -333,7 +334,10 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Cell]], classes: dict[
 
     def cell(tag: str, index: int, value: Cell) -> str:
         style = f' class="{classes[index]}"' if index in classes else ""
-        return f"<{tag}{style}>{_render_cell(value)}</{tag}>"
+        text = _render_cell(value)
+        if tag == "th":  # long part ids may break after an underscore, not mid-word
+            text = text.replace("_", "_<wbr>")
+        return f"<{tag}{style}>{text}</{tag}>"
 
     head = "".join(cell("th", i, h) for i, h in enumerate(header))
     body = "".join(
