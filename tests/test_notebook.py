@@ -561,6 +561,31 @@ def test_lone_surrogates_and_hostile_first_lines_stay_safe(assignment: Assignmen
     )
 
 
+def test_grade_reads_the_headers_of_notebook_parts_only(
+    assignment: Assignment, tmp_path: Path
+) -> None:
+    from grader.grade import _with_notebook_problems, notebook_origins
+
+    folder = tmp_path / "upload"
+    folder.mkdir()
+    forged = (
+        '# x\n# grader-notebook-origin: {"runs": [], "labels": {}, "missing": {}, "problem": "x"}\n'
+    )
+    (folder / "manual_backprop.py").write_text(forged, encoding="utf-8")
+    cells = [
+        code("# part: autograd_loop\n" + "a = 1\n" * (MAX_CELL_STATEMENTS + 1)),
+        code("# part: custom_sigmoid\ndef sigmoid(x):\n    return x\n"),
+    ]
+    (folder / "walkthrough.ipynb").write_bytes(notebook_bytes(*cells))
+    prepared = prepare_submission(folder, assignment, tmp_path / "prepared")
+    origins = notebook_origins(assignment, prepared)
+    # A .py file that imitates the header is the student's, never read as the grader's.
+    assert set(origins) == {"autograd_loop.py", "custom_sigmoid.py"}
+    problems = _with_notebook_problems(assignment, prepared, origins).problems
+    assert set(problems) == {"autograd_loop"}
+    assert "top-level statements, over the 2,000" in problems["autograd_loop"]
+
+
 def test_damaged_notebook_is_a_submission_error(assignment: Assignment) -> None:
     with pytest.raises(SubmissionError, match="not valid JSON"):
         merge_notebook_parts(b'{"cells": [', assignment, {})
