@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SIMILARITY_DIR = "similarity"
-PAIRS_SHOWN = 30
+# The most similar pairs of each part get a side-by-side page and a row in summary.html.
+PAIRS_SHOWN_PER_PART = 10
 # copydetect's defaults: matches shorter than NOISE tokens never count, matches of GUARANTEE
 # tokens or more are always found.
 NOISE_TOKENS = 25
@@ -63,8 +64,13 @@ def pair_file(pair: SimilarPair, rank: int) -> str:
 
 def similarity_html(pairs: Sequence[SimilarPair], note: str) -> str:
     """The ranked pairs as a table linking each to its side-by-side page."""
-    rows = list(pairs)
+    rows = [pair for pair in pairs if pair.page]
     text = f"<p class=meta>{html.escape(note)}</p>" if note else ""
+    if len(rows) < len(pairs):
+        text += (
+            f"<p class=meta>The {PAIRS_SHOWN_PER_PART} most similar pairs of each part are "
+            f"shown; similarity.json lists all {len(pairs)}.</p>"
+        )
     if not rows:
         return text + "<p>No similar pairs found.</p>"
     body = "".join(
@@ -73,13 +79,8 @@ def similarity_html(pairs: Sequence[SimilarPair], note: str) -> str:
         f"<td>{html.escape(pair.first)}</td><td>{html.escape(pair.second)}</td>"
         f"<td class=num>{pair.first_share * 100:.0f}%</td>"
         f"<td class=num>{pair.second_share * 100:.0f}%</td>"
-        + (
-            f'<td><a href="{html.escape(quote(pair.page, safe="/"))}">side by side</a></td>'
-            if pair.page
-            else "<td></td>"
-        )
-        + "</tr>"
-        for rank, pair in enumerate(rows[:PAIRS_SHOWN], start=1)
+        f'<td><a href="{html.escape(quote(pair.page, safe="/"))}">side by side</a></td></tr>'
+        for rank, pair in enumerate(rows, start=1)
     )
     return (
         text + "<table><thead><tr><th class=num>rank</th><th>part</th><th>submission</th>"
@@ -212,8 +213,10 @@ def class_similarity(
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.html"):
         stale.unlink()
+    shown_in: dict[str, int] = {}
     for rank, (pair, one, two, slices_one, slices_two) in enumerate(found, start=1):
-        if rank <= PAIRS_SHOWN:
+        shown_in[pair.part] = shown_in.get(pair.part, 0) + 1
+        if shown_in[pair.part] <= PAIRS_SHOWN_PER_PART:
             shown = replace(pair, page=pair_file(pair, rank))
             write_text_atomic(
                 out_dir / shown.page, side_by_side_html(shown, one, two, slices_one, slices_two)
