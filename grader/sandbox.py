@@ -661,7 +661,7 @@ class Sandbox:
         """Wait for the job (killing it after its deadline) and return its decoded result."""
         started = self._replies.receive(PROTOCOL_TIMEOUT_S)
         if started is None or started.get("event") != "started":
-            self._end_submission_server()
+            self._lose_submission_server()
             raise SandboxError(f"the fork server did not start the job: {started!r}")
         exited = self._replies.receive(max(0.0, job.deadline - time.monotonic()))
         backstop = exited is None
@@ -716,7 +716,7 @@ class Sandbox:
     def _summary(self, exited: dict[str, Any] | None) -> dict[str, Any]:
         """What the server saw of the job (our code, never the student's), or a SandboxError."""
         if exited is None or exited.get("event") != "exited":
-            self._end_submission_server()
+            self._lose_submission_server()
             raise SandboxError(f"the fork server stopped while running the job: {exited!r}")
         if exited.get("refused"):
             raise SandboxError(f"the job was not run: {exited['refused']}")
@@ -877,6 +877,11 @@ class Sandbox:
             # pid is still this server's.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+
+    def _lose_submission_server(self) -> None:
+        """After the submission's server failed: end it, and whatever of the job is left."""
+        self._end_submission_server()
+        self._sweep()
 
     def _send(self, message: dict[str, Any]) -> None:
         assert self._channel is not None
