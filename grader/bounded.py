@@ -106,7 +106,7 @@ def _run_in_child(
         os.close(read_fd)
         if failure:
             _kill(pid)
-        _, status = os.waitpid(pid, 0)
+        status = _reap(pid)
     if failure:
         if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
             failure = TIMEOUT
@@ -119,6 +119,14 @@ def _decode(frame: bytes) -> Outcome:
     if message.get("memory"):
         return Outcome(failure=OUT_OF_MEMORY)
     return Outcome(value=message.get("value"))
+
+
+def _reap(pid: int) -> int:
+    """The child's wait status; a crash's if something else in this process reaped it."""
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return signal.SIGKILL
 
 
 def _kill(pid: int) -> None:
