@@ -30,8 +30,6 @@ BACKWARD_HINT = (
     "with ctx.save_for_backward (read it back with ctx.saved_tensors). Multiply by grad_y; "
     "do not return y * (1 - y) alone."
 )
-
-
 FORWARD_FAILED_NOTE = (
     "(Your Sigmoid.forward raised {error}, so backward was given the output of a correct "
     "forward, saved with ctx.save_for_backward.)"
