@@ -17,6 +17,7 @@ import contextlib
 import csv
 import ctypes
 import functools
+import hashlib
 import io
 import json
 import logging
@@ -71,6 +72,9 @@ REPORT_NAME = "report.json"
 REPORTS_DIR = "reports"
 STATE_FILE = "batch.json"
 SIMILARITY_FILE = "similarity.json"
+REGRADE_DIFF_FILE = "regrade-diff.csv"
+# Files under the solutions folder that decide scores: the reference and the hidden suites.
+GRADING_SUFFIXES = (".py", ".toml", ".json", ".pt")
 SCRATCH_PREFIX = "grader-batch-"
 EXECUTORS = ("local", "ray")
 # A worker that holds one submission longer than this many test time limits is stuck.
@@ -395,11 +399,39 @@ def submission_fingerprint(path: Path, assignment: Assignment) -> str:
             return ""
 
 
+def grading_stamp(assignment: Assignment) -> dict[str, str]:
+    """What graded a report: the grader's version and a hash of the solutions and hidden tests.
+
+    A report whose stamp differs was graded by an older grader or reference, so a batch
+    grades it again (after a fix) while it keeps reports already stamped as now.
+    """
+    from grader import __version__
+
+    digest = hashlib.sha256()
+    root = assignment.solutions_dir
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.suffix in GRADING_SUFFIXES and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    manifest = assignment.directory / "assignment.toml"
+    if manifest.is_file():
+        digest.update(b"manifest\0" + manifest.read_bytes())
+    return {"grader_version": __version__, "solutions_sha256": digest.hexdigest()}
+
+
 def is_up_to_date(
-    report: Report | None, *, assignment: Assignment, seed: int, device: str, fingerprint: str
+    report: Report | None,
+    *,
+    assignment: Assignment,
+    seed: int,
+    device: str,
+    fingerprint: str,
+    stamp: dict[str, str] | None = None,
 ) -> bool:
     """Whether a report on disk already grades this very submission the way we would now."""
     if report is None or report.get("grader_error"):
+        return False
+    if stamp is not None and any(report.get(key) != value for key, value in stamp.items()):
         return False
     submission = report.get("submission")
     return (
@@ -949,13 +981,24 @@ def default_out_dir(root: Path) -> Path:
 
 
 def _plan(
-    items: list[BatchItem], out_dir: Path, assignment: Assignment, seed: int, options: BatchOptions
-) -> tuple[dict[str, Report | None], list[BatchItem]]:
-    """The reports that stand (unless --force) and the submissions still to grade."""
+    items: list[BatchItem],
+    out_dir: Path,
+    assignment: Assignment,
+    seed: int,
+    options: BatchOptions,
+    stamp: dict[str, str],
+) -> tuple[dict[str, Report | None], list[BatchItem], dict[str, Report]]:
+    """The reports that stand (unless --force), the submissions still to grade, and the
+    earlier reports of those being graded again (for the regrade diff)."""
     reports: dict[str, Report | None] = {}
     todo = []
+    earlier: dict[str, Report] = {}
     for item in items:
-        existing = None if options.force else read_report(report_path(out_dir, item))
+        existing = read_report(report_path(out_dir, item))
+        if existing is not None and not existing.get("grader_error"):
+            earlier[item.key] = existing
+        if options.force:
+            existing = None
         try:
             current = existing is not None and is_up_to_date(
                 existing,
@@ -963,15 +1006,72 @@ def _plan(
                 seed=seed,
                 device=options.device,
                 fingerprint=submission_fingerprint(item.path, assignment),
+                stamp=stamp,
             )
         except Exception:  # whatever it is, grading it again will tell (and record it)
             log.exception("could not check the report of %s; grading it again", item.key)
             current = False
         if current:
             reports[item.key] = existing
+            earlier.pop(item.key, None)
         else:
             todo.append(item)
-    return reports, todo
+    return reports, todo, earlier
+
+
+@dataclass(frozen=True)
+class ScoreChange:
+    key: str
+    student: str
+    before: float
+    after: float
+    # Part id -> (before, after), for the parts whose score changed.
+    parts: dict[str, tuple[float, float]]
+
+    def line(self) -> str:
+        parts = ", ".join(f"{p} {points(a)} -> {points(b)}" for p, (a, b) in self.parts.items())
+        change = self.after - self.before
+        return (
+            f"regraded {self.key}: {points(self.before)} -> {points(self.after)} "
+            f"({'+' if change >= 0 else ''}{points(change)})" + (f" [{parts}]" if parts else "")
+        )
+
+
+def score_change(item: BatchItem, before: Report, after: Report) -> ScoreChange:
+    def part_scores(report: Report) -> dict[str, float]:
+        parts = report.get("parts")
+        if not isinstance(parts, dict):
+            return {}
+        return {str(k): float(v.get("score", 0.0)) for k, v in parts.items() if isinstance(v, dict)}
+
+    old, new = part_scores(before), part_scores(after)
+    changed = {
+        part: (old.get(part, 0.0), new.get(part, 0.0))
+        for part in sorted(set(old) | set(new))
+        if abs(old.get(part, 0.0) - new.get(part, 0.0)) >= 0.005
+    }
+    return ScoreChange(
+        item.key, item.student, float(before["score"]), float(after["score"]), changed
+    )
+
+
+def write_regrade_diff(path: Path, changes: list[ScoreChange]) -> None:
+    """One row per submission graded again: its total before and after, and what moved."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["submission", "student", "before", "after", "change", "parts changed"])
+    for change in sorted(changes, key=lambda c: c.key):
+        writer.writerow(
+            [
+                _cell(change.key),
+                _cell(change.student),
+                points(change.before),
+                points(change.after),
+                points(change.after - change.before),
+                "; ".join(f"{p}: {points(a)} -> {points(b)}" for p, (a, b) in change.parts.items()),
+            ]
+        )
+    write_text_atomic(path, buffer.getvalue())
 
 
 def _progress(console: Console) -> Progress:
@@ -1021,14 +1121,21 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
     items = discover_submissions(options.root, assignment, exclude=(out_dir,))
     state = read_report(out_dir / STATE_FILE) or {}
     seed = _batch_seed(state, assignment, options.seed)
-    reports, todo = _plan(items, out_dir, assignment, seed, options)
+    stamp = grading_stamp(assignment)
+    reports, todo, earlier = _plan(items, out_dir, assignment, seed, options, stamp)
+    changes: list[ScoreChange] = []
     outcome = BatchOutcome(items=items, skipped=sorted(reports), seed=seed)
     console.print(
         Text(
             f"{len(items)} submissions under {options.root} · {len(reports)} already graded"
             + (" (use --force to regrade them)" if reports else "")
             + f" · {len(todo)} to grade with {options.workers} {options.executor} worker(s)"
-            f" · seed {seed}"
+            + (
+                f" ({len(earlier)} graded before: their changes go to {REGRADE_DIFF_FILE})"
+                if earlier
+                else ""
+            )
+            + f" · seed {seed}"
         )
     )
     progress = _progress(console)
@@ -1036,7 +1143,7 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
 
     def on_done(item: BatchItem, report: Report) -> None:
         try:
-            report = clean_data(report, MAX_DETAIL_CHARS)
+            report = {**clean_data(report, MAX_DETAIL_CHARS), **stamp}
             write_json_atomic(report_path(out_dir, item), report)
         except Exception as error:  # this submission's row says so; the batch goes on
             log.exception("could not record the report of %s", item.key)
@@ -1058,6 +1165,12 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
                 style="red" if status == STATUS_GRADER_ERROR else "",
             )
         )
+        before = earlier.get(item.key)
+        if before is not None and status != STATUS_GRADER_ERROR:
+            change = score_change(item, before, report)
+            changes.append(change)
+            if change.parts or abs(change.after - change.before) >= 0.005:
+                progress.console.print(Text(change.line(), style="yellow"))
         progress.advance(task)
 
     hide = tuple(str(p) for p in (options.root.resolve(), out_dir) if _safe_to_hide(p))
@@ -1086,6 +1199,8 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
         write_gradebook(options.csv_path, rows, assignment)
         canvas_path = options.csv_path.with_name(CANVAS_FILE)
         write_canvas_gradebook(canvas_path, canvas_rows(items, reports, assignment))
+        if changes:
+            write_regrade_diff(out_dir / REGRADE_DIFF_FILE, changes)
     pairs, note = _similarity(items, assignment, out_dir, enabled=options.similarity)
     ordered = sorted(items, key=lambda i: i.key)
     write_summary(

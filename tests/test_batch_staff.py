@@ -377,3 +377,61 @@ def test_no_similarity_skips_it(tmp_path: Path) -> None:
     pairs, note = _similarity([], ASSIGNMENT, tmp_path, enabled=False)
     assert pairs == () and "--no-similarity" in note
     assert not (tmp_path / "similarity").exists()
+
+
+def test_the_grading_stamp_follows_the_solutions_and_hidden_tests(tmp_path: Path) -> None:
+    import dataclasses
+
+    from grader.batch import grading_stamp, is_up_to_date
+
+    solutions = tmp_path / "solutions"
+    shutil.copytree(ASSIGNMENT.solutions_dir, solutions)
+    copy = dataclasses.replace(ASSIGNMENT, solutions_dir=solutions)
+    stamp = grading_stamp(copy)
+    assert stamp == grading_stamp(copy) and stamp["grader_version"]
+    (solutions / "__pycache__").mkdir(exist_ok=True)
+    (solutions / "__pycache__" / "x.pyc").write_bytes(b"noise")
+    assert grading_stamp(copy) == stamp
+    hidden = solutions / "hidden_tests" / "test_manual_backprop.py"
+    hidden.write_text(hidden.read_text() + "\n# a fix\n")
+    changed = grading_stamp(copy)
+    assert changed["solutions_sha256"] != stamp["solutions_sha256"]
+    report = report_of([]) | {"device": "cpu", **stamp}
+    same = {"assignment": copy, "seed": 1, "device": "auto", "fingerprint": "x"}
+    assert is_up_to_date(report, **same, stamp=stamp)
+    assert not is_up_to_date(report, **same, stamp=changed)
+    assert not is_up_to_date(report, **same, stamp={**stamp, "grader_version": "9.9"})
+
+
+@pytest.mark.slow
+def test_a_rerun_after_a_fix_regrades_only_the_affected_and_diffs_them(
+    small_class: SmallClass,
+) -> None:
+    """Two reports stamped by an "older reference" (one of them with other scores) are
+    graded again, with the batch's seed; the others are kept; the changes are listed."""
+    out = small_class.out
+    paths = {key: out / "reports" / key / "report.json" for key in small_class.reports}
+    for key in ("w1_a", "relu_a"):
+        report = json.loads(paths[key].read_text())
+        report["solutions_sha256"] = "graded-before-the-fix"
+        if key == "w1_a":
+            report["score"] += 14.0
+            report["parts"]["manual_backprop"]["score"] = 20.0
+        paths[key].write_text(json.dumps(report))
+    kept = {k: p.stat().st_mtime_ns for k, p in paths.items() if k not in ("w1_a", "relu_a")}
+    result = run_grader_cli(
+        "batch", out.parent / "submissions", "--out", out, "--workers", "2", "--no-similarity"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert {k: p.stat().st_mtime_ns for k, p in paths.items() if k in kept} == kept
+    for key in ("w1_a", "relu_a"):
+        report = json.loads(paths[key].read_text())
+        assert report["seed"] == SEED and report["solutions_sha256"] != "graded-before-the-fix"
+        assert report["score"] == pytest.approx(small_class.reports[key]["score"])
+    rows = list(csv.DictReader(io.StringIO((out / "regrade-diff.csv").read_text())))
+    assert [row["submission"] for row in rows] == ["relu_a", "w1_a"]
+    assert rows[0]["change"] == "0" and rows[0]["parts changed"] == ""
+    assert float(rows[1]["change"]) == pytest.approx(-14.0)
+    assert rows[1]["parts changed"] == "manual_backprop: 20 -> 6"
+    assert "regraded w1_a: 80 -> 66 (-14) [manual_backprop 20 -> 6]" in result.stdout
+    assert "regraded relu_a" not in result.stdout
