@@ -8,7 +8,7 @@ import html
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -77,6 +77,9 @@ class MistakeCluster:
     submissions: tuple[str, ...]
     message: str
     message_count: int
+    # Further tests of the part where the same submissions (and only they) shared a wrong
+    # answer: one mistake usually fails several parametrised tests alike.
+    also: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,15 @@ def summarize(
             )
         )
     clusters.sort(key=lambda c: (-len(c.submissions), order.get(c.part, 99), c.name))
+    merged: dict[tuple[str, tuple[str, ...]], MistakeCluster] = {}
+    for cluster in clusters:
+        same = (cluster.part, cluster.submissions)
+        if same in merged:
+            first = merged[same]
+            merged[same] = replace(first, also=(*first.also, cluster.name))
+        else:
+            merged[same] = cluster
+    clusters = list(merged.values())
     present = [reports.get(key) for key in keys]
     return BatchSummary(
         assignment=assignment.id,
@@ -291,7 +303,7 @@ th, td { text-align: left; padding: .25rem .4rem; border-bottom: 1px solid #ddd;
          vertical-align: top; overflow-wrap: anywhere; }
 th { background: #f4f4f6; font-weight: 600; overflow-wrap: normal; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.num { white-space: nowrap; overflow-wrap: normal; }
+td.num, td.id { white-space: nowrap; overflow-wrap: normal; }
 .meta { color: #555; } .msg { font-family: ui-monospace, monospace;
      font-size: .85rem; white-space: pre-wrap; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f7f7f9; padding: .5rem; }
@@ -393,12 +405,12 @@ def summary_html(
             ]
             for part in summary.parts
         ),
-        classes=dict.fromkeys((1, 2, 3, 4), "num"),
+        classes={0: "id", **dict.fromkeys((1, 2, 3, 4), "num")},
     )
     causes = _table(
         ["part", *CAUSES],
         ([c.part, *(str(c.submissions.get(cause, 0)) for cause in CAUSES)] for c in summary.causes),
-        classes=dict.fromkeys(range(1, len(CAUSES) + 1), "num"),
+        classes={0: "id", **dict.fromkeys(range(1, len(CAUSES) + 1), "num")},
     )
     failed = (
         _table(
@@ -413,7 +425,7 @@ def summary_html(
                 ]
                 for t in summary.failed_tests
             ),
-            classes={2: "num", 3: "msg", 4: "num"},
+            classes={0: "id", 2: "num", 3: "msg", 4: "num"},
         )
         if summary.failed_tests
         else "<p>No test returned a wrong answer.</p>"
@@ -451,9 +463,10 @@ def summary_html(
 
 
 def cluster_sentence(cluster: MistakeCluster) -> str:
+    also = f" (and in {len(cluster.also)} more of its tests)" if cluster.also else ""
     return (
-        f"{len(cluster.submissions)} submissions returned the same wrong {cluster.name} "
-        f"({cluster.part}) (most common message: {cluster.message})"
+        f"{len(cluster.submissions)} submissions returned the same wrong "
+        f"{cluster.part} · {cluster.name}{also}; most common message: {cluster.message}"
     )
 
 
@@ -465,7 +478,7 @@ def _cluster_html(cluster: MistakeCluster) -> str:
     more = len(cluster.submissions) - len(shown)
     if more:
         members += f" and {more} more"
-    return f"<p>{html.escape(cluster_sentence(cluster))}: {members}</p>"
+    return f"<p>{html.escape(cluster_sentence(cluster))}<br>Submissions: {members}</p>"
 
 
 def _percent(rate: float) -> str:
