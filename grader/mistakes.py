@@ -119,8 +119,7 @@ def _canonical(value: Any, depth: int) -> Iterable[bytes]:
         yield f"T{tuple(tensor.shape)}{tensor.dtype}:".encode()
         if tensor.is_floating_point() or tensor.is_complex():
             tensor = torch.view_as_real(tensor) if tensor.is_complex() else tensor
-            rounded = _round_tensor(tensor.double())
-            yield rounded.contiguous().numpy().tobytes()
+            yield from _rounded_tensor(tensor.double())
         else:
             yield tensor.contiguous().numpy().tobytes()
     elif depth <= 0:
@@ -144,13 +143,20 @@ def _canonical(value: Any, depth: int) -> Iterable[bytes]:
         yield f"<{kind.__name__}>".encode()
 
 
-def _round_tensor(tensor: Any) -> Any:
-    """Each element rounded to FINGERPRINT_DIGITS significant digits; -0.0 made 0.0."""
+def _rounded_tensor(tensor: Any) -> Iterable[bytes]:
+    """The values on one grid for the whole tensor, FINGERPRINT_DIGITS digits of its largest.
+
+    One grid per tensor (not per element) makes noise around zero (1e-9 for 0.0) vanish, as
+    it does in a tolerance comparison; non-finite values are kept apart by kind.
+    """
     import torch
 
-    magnitude = tensor.abs()
-    finite = torch.isfinite(tensor) & (magnitude > 0)
-    exponent = torch.where(finite, torch.floor(torch.log10(magnitude)), torch.zeros_like(tensor))
-    scale = torch.pow(10.0, FINGERPRINT_DIGITS - 1 - exponent)
-    rounded = torch.where(finite, torch.round(tensor * scale) / scale, tensor)
-    return rounded + 0.0
+    finite = torch.isfinite(tensor)
+    largest = float(tensor[finite].abs().max()) if bool(finite.any()) else 0.0
+    exponent = math.floor(math.log10(largest)) - (FINGERPRINT_DIGITS - 1) if largest > 0 else 0
+    steps = torch.round(torch.where(finite, tensor, 0.0) / 10.0**exponent).to(torch.int64)
+    kinds = torch.where(torch.isnan(tensor), 1, torch.where(tensor > 0, 2, 3))
+    kinds = torch.where(finite, 0, kinds).to(torch.int8)
+    yield f"e{exponent}:".encode()
+    yield steps.contiguous().numpy().tobytes()
+    yield kinds.contiguous().numpy().tobytes()
