@@ -53,6 +53,7 @@ from rich.text import Text
 from grader.assignment import COURSE_ROOT, Assignment, load_assignment
 from grader.atomic import write_json_atomic, write_text_atomic
 from grader.errors import GraderError, SubmissionError, UsageError
+from grader.refcache import ReferenceCache
 from grader.results import MAX_DETAIL_CHARS, MAX_NAME_CHARS
 from grader.safetext import clean_data, clean_name, entry_key, hashed_entry_key
 from grader.similarity import MIN_SHARE, SimilarPair, class_similarity
@@ -496,12 +497,20 @@ class GradingWorker:
             sandbox_settings(self.assignment, self.settings, device), {}, self._workdir / "sandbox"
         )
         self.sandbox.start()
+        # Every submission here is graded with the same seed and reference.
+        self.reference_cache = ReferenceCache()
 
     def grade(self, path: Path) -> Report:
         from grader.grade import grade_submission
         from grader.report import report_dict
 
-        result = grade_submission(path, self.assignment, self.settings, sandbox=self.sandbox)
+        result = grade_submission(
+            path,
+            self.assignment,
+            self.settings,
+            sandbox=self.sandbox,
+            reference_cache=self.reference_cache,
+        )
         return report_dict(result)
 
     def close(self) -> None:

@@ -31,6 +31,7 @@ from grader.notebook import (
     read_origin,
 )
 from grader.plugin import GraderPlugin, GradingSession
+from grader.refcache import ReferenceCache
 from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
 from grader.sandbox import Sandbox, SandboxSettings, limits_from_environment
 from grader.scoring import score_tests
@@ -171,7 +172,12 @@ def _solutions_root(assignment: Assignment) -> Path:
 
 
 def grade_submission(
-    path: Path, assignment: Assignment, settings: GradeSettings, *, sandbox: Sandbox | None = None
+    path: Path,
+    assignment: Assignment,
+    settings: GradeSettings,
+    *,
+    sandbox: Sandbox | None = None,
+    reference_cache: ReferenceCache | None = None,
 ) -> GradingResult:
     """Grade `path`; always returns a result, with `grader_error` set if the grader failed.
 
@@ -207,7 +213,14 @@ def grade_submission(
                 sandbox.launch()
             configure_trusted_process(settings.threads)
             sandbox.use_submission(submission.files)
-            session = GradingSession(assignment, submission, sandbox, seed=seed, device=device)
+            session = GradingSession(
+                assignment,
+                submission,
+                sandbox,
+                seed=seed,
+                device=device,
+                reference_cache=reference_cache,
+            )
             plugin = GraderPlugin(session)
             try:
                 exit_code = run_hidden_suite(assignment.hidden_tests_dir, plugin, workdir)

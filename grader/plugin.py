@@ -29,6 +29,7 @@ from grader.mistakes import (
     output_fingerprint,
     student_failure_cause,
 )
+from grader.refcache import ReferenceCache
 from grader.results import Outcome, TestResult
 from grader.sandbox import PendingJob, Sandbox, StudentFailure
 from grader.submission import PreparedSubmission
@@ -73,6 +74,8 @@ class GradingSession:
     sandbox: Sandbox
     seed: int
     device: str
+    # A batch worker's reference outputs, shared by the submissions it grades (same seed).
+    reference_cache: ReferenceCache | None = None
     _references: dict[str, types.ModuleType] = field(default_factory=dict)
     _broken: dict[str, StudentFailure] = field(default_factory=dict)
     _timeouts: dict[str, int] = field(default_factory=dict)
@@ -89,6 +92,24 @@ class GradingSession:
             spec.loader.exec_module(module)
             self._references[part.id] = module
         return self._references[part.id]
+
+    def reference_output(self, part: Part, probe: Probe, kwargs: dict[str, Any]) -> Any:
+        """`probe` run on the reference, or its stored output for the very same call."""
+
+        def compute() -> Any:
+            return probe(self.reference(part), **kwargs)
+
+        if self.reference_cache is None:
+            return compute()
+        probe_file, name = _probe_location(probe)
+        return self.reference_cache.output(
+            compute,
+            files=(*sorted(self.assignment.solutions_dir.glob("*.py")), probe_file),
+            probe=f"{part.id}:{probe_file}:{name}",
+            kwargs=kwargs,
+            seed=self.seed,
+            device=self.device,
+        )
 
     def source(self, part: Part) -> str:
         self._refuse_if_unrunnable(part)
@@ -265,7 +286,7 @@ class GraderPlugin:
             job = session.start(part, probe, kwargs)
             try:
                 # The reference runs here while the student's child runs on the other core.
-                want = probe(session.reference(part), **kwargs)
+                want = session.reference_output(part, probe, kwargs)
             except BaseException:
                 with contextlib.suppress(StudentFailure):
                     session.finish(part, job)

@@ -308,6 +308,28 @@ def test_identical_wrong_answers_are_grouped(small_class: SmallClass) -> None:
     assert "2 submissions returned the same wrong" in page
 
 
+# Each submission's total as `grade` gives it alone (the workers' reference-output cache
+# must not change a score).
+EXPECTED_TOTALS = {
+    "copy_a": 100,
+    "copy_b": 100,
+    "exits": 75,
+    "missing": 65,
+    "relu_a": 74,
+    "relu_b": 74,
+    "syntax": 60,
+    "w1_a": 66,
+    "w1_b": 66,
+    "w1_c": 66,
+}
+
+
+@pytest.mark.slow
+def test_every_submission_gets_the_score_grade_gives_it(small_class: SmallClass) -> None:
+    totals = {key: report["score"] for key, report in small_class.reports.items()}
+    assert totals == pytest.approx(EXPECTED_TOTALS, abs=0.01)
+
+
 @pytest.mark.slow
 def test_failures_are_counted_by_cause(small_class: SmallClass) -> None:
     causes = {c["part"]: c["submissions"] for c in small_class.summary["causes"]}
