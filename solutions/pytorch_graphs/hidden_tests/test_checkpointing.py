@@ -130,7 +130,7 @@ def test_save_checkpoint(compare, seed, device):
 @pytest.mark.points(5)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_load_checkpoint(compare, seed, device, dtype):
-    """load_checkpoint: restores the model's and the optimizer's state and returns step and losses"""
+    """load_checkpoint: restores model and optimizer state, returns step and losses"""
     got, want = compare(probes.load_checkpoint, **_checkpoint_args(seed, device, dtype, 5))
     assert got["result_type"] == "tuple" and got["step"] is not None, (
         f"load_checkpoint returned a {got['result_type']} (step: {got['step_type']}), expected "
