@@ -70,9 +70,10 @@ def test_load_weights_runs_no_code(compare, seed, device):
         "could do anything on your machine. Load with torch.load(path, weights_only=True), "
         "which only rebuilds tensors and plain containers."
     )
-    assert got["refused"] and got["model_unchanged"], (
-        "load_weights accepted a file holding more than tensors (it should raise, as "
-        "torch.load(path, weights_only=True) does, and leave the model unchanged)."
+    assert got["refused"] and got["model_unchanged"] and got["error"] == want["error"], (
+        f"load_weights on a file holding more than tensors raised {got['error'] or 'nothing'}; "
+        f"expected the {want['error']} of torch.load(path, weights_only=True), with the model "
+        "left unchanged."
     )
 
 
