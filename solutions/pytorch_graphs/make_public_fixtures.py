@@ -16,6 +16,7 @@ static_graphs has no fixture: its public tests compute x @ w1 and x @ w2 themsel
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import random
 import sys
 import tempfile
@@ -126,25 +127,15 @@ def checkpointing_fixture() -> Fixture:
     return fixture
 
 
-class PretrainedNet(nn.Module):
-    """The small 'pretrained' model of the public tests: backbone and head."""
-
-    def __init__(self, d_in: int, h: int, feature_dim: int, old_classes: int) -> None:
-        super().__init__()
-        self.backbone = nn.Sequential(
-            OrderedDict(
-                linear1=nn.Linear(d_in, h),
-                norm=nn.BatchNorm1d(h),
-                relu=nn.ReLU(),
-                linear2=nn.Linear(h, feature_dim),
-                relu2=nn.ReLU(),
-            )
-        )
-        self.head = nn.Linear(feature_dim, old_classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        result: torch.Tensor = self.head(self.backbone(x))
-        return result
+def _public_pretrained_net() -> type[nn.Module]:
+    """The PretrainedNet the public tests build (their conftest), so the fixture fits it."""
+    path = DEFAULT_OUT.parent / "public_tests" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("_pytorch_graphs_public_conftest", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model_class: type[nn.Module] = module.PretrainedNet
+    return model_class
 
 
 def transfer_learning_fixture() -> Fixture:
@@ -160,7 +151,7 @@ def transfer_learning_fixture() -> Fixture:
         "steps": 10,
     }
     torch.manual_seed(2004)
-    model = PretrainedNet(d_in, h, feature_dim, old_classes).to(DTYPE)
+    model = _public_pretrained_net()(d_in, h, feature_dim, old_classes).to(DTYPE)
     # Pretrained BatchNorm statistics: not the defaults, so that losing them shows.
     with torch.no_grad():
         model.backbone.norm.running_mean.copy_(0.3 * torch.randn(h, generator=generator))
