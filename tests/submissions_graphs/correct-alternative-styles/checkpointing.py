@@ -18,7 +18,12 @@ def load_weights(model, path):
 
 def save_checkpoint(path, model, optimizer, step, losses):
     torch.save(
-        dict(model=model.state_dict(), optimizer=optimizer.state_dict(), step=int(step), losses=[*losses]),
+        dict(
+            model=model.state_dict(),
+            optimizer=optimizer.state_dict(),
+            step=int(step),
+            losses=[*losses],
+        ),
         path,
     )
 

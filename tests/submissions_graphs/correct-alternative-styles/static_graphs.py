@@ -12,7 +12,10 @@ def conditional(x, z, w1, w2):
 class Conditional(nn.Module):
     def forward(self, x, z, w1, w2):
         return torch.cond(
-            z > 0, lambda a, b, c: torch.matmul(a, b), lambda a, b, c: torch.matmul(a, c), [x, w1, w2]
+            z > 0,
+            lambda a, b, c: torch.matmul(a, b),
+            lambda a, b, c: torch.matmul(a, c),
+            [x, w1, w2],
         )
 
 

@@ -53,4 +53,6 @@ def trace_conditional(
     x: torch.Tensor, z: float, w1: torch.Tensor, w2: torch.Tensor
 ) -> torch.export.ExportedProgram:
     """The Python `if` runs once, while tracing: the graph holds only the branch z chose."""
-    return torch.export.export(Conditional(), (x, torch.tensor(float(z), dtype=x.dtype, device=x.device), w1, w2))
+    return torch.export.export(
+        Conditional(), (x, torch.tensor(float(z), dtype=x.dtype, device=x.device), w1, w2)
+    )
