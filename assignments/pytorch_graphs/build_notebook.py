@@ -248,13 +248,22 @@ PART_NAMES: dict[str, list[str]] = {
 }
 
 
+def part_import(part_id: str) -> str:
+    """The import of a part's names, on one line or wrapped as `ruff format` writes it."""
+    line = f"from {part_id} import {', '.join(PART_NAMES[part_id])}"
+    if len(line) <= 100:
+        return line
+    names = "".join(f"    {name},\n" for name in PART_NAMES[part_id])
+    return f"from {part_id} import (\n{names})"
+
+
 def part_cell_source(part_id: str) -> str:
     """Return the default content of a part's submission cell."""
     return "\n".join(
         [
             f"# part: {part_id}",
             f"# Write your code in {part_id}.py, or replace the import below with your own code.",
-            f"from {part_id} import {', '.join(PART_NAMES[part_id])}",
+            part_import(part_id),
         ]
     )
 
