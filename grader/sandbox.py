@@ -73,6 +73,8 @@ CPU_GRACE_S = 2
 # For the grader's own test suite: a shorter per-test time limit than the manifest's.
 TIMEOUT_OVERRIDE_ENV = "GRADER_TEST_TIMEOUT_S"
 PROTECTION_NAMES = {
+    "landlock": "Landlock (only the system, Python and the job readable; no TCP)",
+    "seccomp": "a seccomp filter (no ptrace, mount, namespaces, inet sockets, bpf, ...)",
     "separate_user": "a separate unprivileged user",
     "pid_namespace": "a process namespace (every student process dies with the job)",
     "network_isolated": "no network",

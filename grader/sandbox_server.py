@@ -107,6 +107,12 @@ SYSTEM_TOP_DIRS = frozenset(
     {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys"}
     | {"run", "var", "tmp"}
 )
+# What Landlock leaves readable besides Python, torch and the job: the operating system.
+# (/dev is a rule of its own in sandbox_confine.py; /run, /var and /tmp are not needed.)
+CONFINED_SYSTEM_DIRS = (
+    *("bin", "sbin", "lib", "lib32", "lib64", "libx32"),
+    *("usr", "etc", "proc", "sys"),
+)
 # Pseudo file systems the student needs as they are (/dev/null, /proc/self, ...).
 LIVE_TREES = ("/proc", "/sys", "/dev")
 # The student's descriptors: 0-2 are stdio; these three lead to files in the job folder.
@@ -117,6 +123,8 @@ SERVER_FD = 6
 EXIT_RAISED, EXIT_UNREPORTABLE, EXIT_SETUP = 2, 3, 4
 # What the start-up probe finds out; every later job must get all of those that were there.
 PROBED = (
+    "landlock",
+    "seccomp",
     "pid_namespace",
     "network_isolated",
     "ipc_isolated",
@@ -661,6 +669,34 @@ def _die_with_server(server_pidfd: int) -> None:
         os._exit(EXIT_SETUP)
 
 
+def _confine(
+    config: dict[str, Any], job: dict[str, Any], setup: dict[str, Any], home: str
+) -> dict[str, Any]:
+    """Landlock and seccomp, the walls that need no privilege (grader/sandbox_confine.py).
+
+    Read: the operating system, Python and torch, and this job's folders; write: the job's
+    home and shared memory (DataLoader workers), plus /tmp where it is a private tmpfs.
+    Everything else is refused whatever its permissions: the solutions, the results, the
+    course's checkout, other jobs.
+    """
+    read = [os.path.join("/", name) for name in CONFINED_SYSTEM_DIRS]
+    read += [*config["keep"], job["job_dir"], *([job["shared_dir"]] if "shared_dir" in job else [])]
+    write = [home, "/dev/shm", *(("/tmp", "/var/tmp") if setup.get("private_tmp") else ())]
+    done = config["confine"].confine(read=read, write=write)
+    landlock, seccomp = bool(done["landlock"]), bool(done["seccomp"])
+    hidden_but_readable = any(_inside(path, tree) for path in config["hide"] for tree in read)
+    # The guarantees the namespaces give, kept by these other means where they were refused
+    # (Docker's default profile): no socket but unix ones; nothing to read but the above.
+    return {
+        "landlock": landlock,
+        "seccomp": seccomp,
+        "network_isolated": setup["network_isolated"] or seccomp,
+        "read_only_filesystem": setup["read_only_filesystem"] or landlock,
+        "minimal_view": setup["minimal_view"] or landlock,
+        "paths_hidden": setup["paths_hidden"] or (landlock and not hidden_but_readable),
+    }
+
+
 def _run_student(
     job: dict[str, Any],
     config: dict[str, Any],
@@ -677,6 +713,12 @@ def _run_student(
     except OSError as error:
         os.write(pipes["report"], json.dumps({"refused": f"isolation: {error}"}).encode())
         os._exit(EXIT_SETUP)
+    # If memory runs out on the machine, the kernel should pick the student, not the grader.
+    # (Before the confinement below, which leaves nothing under /proc writable.)
+    with contextlib.suppress(OSError):
+        _write_file("/proc/self/oom_score_adj", "1000")
+    home = setup["home"] or os.path.join(job_dir, "home")
+    setup.update(_confine(config, job, setup, home))
     missing = [name for name in job.get("require", ()) if not setup.get(name)]
     report: dict[str, Any] = {"setup": setup}
     if missing:
@@ -703,16 +745,18 @@ def _run_student(
     os.closerange(SERVER_FD + 1, 1 << 16)
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(number, signal.SIG_DFL)
-    # If memory runs out on the machine, the kernel should pick the student, not the grader.
-    with contextlib.suppress(OSError):
-        _write_file("/proc/self/oom_score_adj", "1000")
-    home = setup["home"] or os.path.join(job_dir, "home")
     os.chdir(home)
     _set_limits(config["limits"], device=config["device"])
     _drop_privileges(config)
     _die_with_server(SERVER_FD)  # again: the change of uid cancelled the first request
     os.close(SERVER_FD)
     os.environ.update(HOME=home, TMPDIR=home, USER="sandbox", LOGNAME="sandbox")
+    # The warm-up's first optimizer step pointed these at the server's own folder, where the
+    # sandbox uid cannot write: torch.compile, torch.export and torch.cond cache in them.
+    os.environ.update(
+        TORCHINDUCTOR_CACHE_DIR=os.path.join(home, "torchinductor"),
+        TRITON_CACHE_DIR=os.path.join(home, "triton"),
+    )
     if config["device"] == "cuda":
         _cap_gpu_memory(torch, int(config["limits"]["memory_mb"]))
     import tempfile
@@ -1229,6 +1273,10 @@ def main() -> int:
         os.path.dirname(os.path.dirname(torch.__file__)),
     ]
 
+    config["confine"] = _load_module(
+        "sandbox_confine",
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox_confine.py"),
+    )
     config["view"] = _server_view(config)
     config["server_offline"] = _leave_the_network()
     config["gpu_memory"] = _open_gpu_memory_reader(config["device"])

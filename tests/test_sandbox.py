@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import torch
 
+from grader import sandbox_confine
 from grader.assignment import Limits
 from grader.errors import UsageError
 from grader.sandbox import (
@@ -509,3 +510,68 @@ def test_student_files_compile_once_per_content_as_the_import_system_would(
     path.write_text("VALUE = 3\n")
     crashed = frozenset({hashlib.sha256(path.read_bytes()).hexdigest()})
     assert compile_it(crashed) is None
+
+
+@pytest.mark.skipif(
+    sandbox_confine.landlock_abi() < 4, reason="needs Landlock with network rules (ABI 4+)"
+)
+def test_confinement_alone_keeps_the_guarantees_namespaces_give(tmp_path: Path) -> None:
+    """As in Gradescope's container: no namespace at all, only Landlock and seccomp."""
+    server = _server_module()
+    job, shared, home = tmp_path / "job", tmp_path / "shared", tmp_path / "job" / "home"
+    home.mkdir(parents=True)
+    shared.mkdir()
+    (job / "input.txt").write_text("inputs")
+    solutions = tmp_path / "solutions"
+    solutions.mkdir()
+    secret = solutions / "reference.py"
+    secret.write_text("SECRET = 1\n")
+    secret.chmod(0o644)  # world-readable by mistake: Landlock must not care
+    config = {
+        "keep": [sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(torch.__file__))],
+        "hide": [str(solutions)],
+        "confine": sandbox_confine,
+    }
+    setup = dict.fromkeys(
+        ("network_isolated", "read_only_filesystem", "minimal_view", "paths_hidden"), False
+    )
+    job_spec = {"job_dir": str(job), "shared_dir": str(shared)}
+    read_end, write_end = os.pipe()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        child = os.fork()
+        if child == 0:  # pragma: no cover (the forked child reports through the pipe)
+            try:
+                done = server._confine(config, job_spec, setup, str(home))
+                seen = {
+                    "done": done,
+                    "read_secret": _try(lambda: secret.read_text()),
+                    "read_job": _try(lambda: (job / "input.txt").read_text()),
+                    "write_home": _try(lambda: (home / "x").write_text("x")),
+                    "write_job": _try(lambda: (job / "x").write_text("x")),
+                    "write_tmp": _try(lambda: (tmp_path / "planted").write_text("x")),
+                    "connect": _try(lambda: socket.create_connection(("127.0.0.1", port), 1)),
+                    "udp": _try(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)),
+                }
+                os.write(write_end, json.dumps(seen).encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as pipe:
+            seen = json.loads(pipe.read())
+        os.waitpid(child, 0)
+    assert seen["done"] == {
+        "landlock": True,
+        "seccomp": True,
+        "network_isolated": True,
+        "read_only_filesystem": True,
+        "minimal_view": True,
+        "paths_hidden": True,
+    }
+    assert seen["read_secret"] == "PermissionError"
+    assert (seen["read_job"], seen["write_home"]) == ("ok", "ok")
+    assert seen["write_job"] == seen["write_tmp"] == "PermissionError"
+    assert seen["connect"] == seen["udp"] == "PermissionError"
+    assert not (tmp_path / "planted").exists()

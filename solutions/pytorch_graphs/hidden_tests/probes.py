@@ -14,7 +14,6 @@ temporary folder, which the sandbox keeps private to the job.
 from __future__ import annotations
 
 import builtins
-import os
 import pickle
 import random
 import tempfile
@@ -172,21 +171,7 @@ def train_dynamic_net(part, *, seed, device, dtype, dims, n, lr, steps):
 # --------------------------------------------------------------------------- static_graphs
 
 
-def _writable_compile_cache():
-    """Point torch's compile cache at a folder this process may write.
-
-    torch.cond and torch.export run the compiler stack, which creates its cache folder
-    under TORCHINDUCTOR_CACHE_DIR. The sandbox's server sets that variable while it warms
-    up, to a folder of its own that a job cannot write; then a fresh one in the job's
-    temporary folder is used instead. Where the folder is writable nothing changes.
-    """
-    current = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if current is not None and not os.access(current, os.W_OK):
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="torchinductor-")
-
-
 def _conditional_inputs(seed, device, dtype, n, d_in, d_out):
-    _writable_compile_cache()
     g = torch.Generator().manual_seed(seed)
     dt = _dtype(dtype)
     x = _randn(g, n, d_in, dt=dt, device=device)
