@@ -284,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="reuse the built image, with this checkout's autograder zip mounted as its source",
     )
+    parser.add_argument("--build-only", action="store_true", help="build the image, grade nothing")
     args = parser.parse_args(argv)
     tag = f"torch-grader-autograder:{args.assignment}"
     ensure_engine()
@@ -297,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         (source / "solutions").chmod(0o700)
     else:
         build_image(args.assignment, base_image(args.base), tag)
+    if args.build_only:
+        return 0
     limits = [f"--cpus={args.cpus}", f"--memory={args.memory}"]
     failures = 0
     started = time.monotonic()
