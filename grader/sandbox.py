@@ -376,10 +376,30 @@ def decode_result(path: Path, *, max_bytes: int = MAX_RESULT_BYTES) -> Any:
         raise ValueError(f"the result's header is not JSON: {_short(error)}") from None
     if type(header) is not dict or header.get("version") != WIRE_VERSION or "value" not in header:
         raise ValueError("the result's header is not in the sandbox's format")
-    return _decode_value(header["value"], memoryview(data)[4 + header_size :], depth=0)
+    return _decode_value(header["value"], _Blob(memoryview(data)[4 + header_size :]), depth=0)
 
 
-def _decode_value(node: Any, blob: memoryview, *, depth: int) -> Any:
+class _Blob:
+    """The result's tensor bytes, handed out in order: each byte belongs to one tensor at most.
+
+    The student side writes its tensors' bytes one after another in the header's order, so
+    each tensor must start at or after the end of the one before. Without this, a small file
+    whose header names the same bytes thousands of times would make the grader allocate
+    gigabytes, a copy per mention.
+    """
+
+    def __init__(self, data: memoryview) -> None:
+        self.data = data
+        self.end = 0
+
+    def take(self, offset: int, nbytes: int) -> memoryview:
+        if not self.end <= offset <= offset + nbytes <= len(self.data):
+            raise ValueError("the result's tensors overlap or lie outside its data")
+        self.end = offset + nbytes
+        return self.data[offset : offset + nbytes]
+
+
+def _decode_value(node: Any, blob: _Blob, *, depth: int) -> Any:
     if depth > MAX_RESULT_DEPTH:
         raise ValueError(f"the result is nested more than {MAX_RESULT_DEPTH} levels deep")
     if node is None or type(node) in (bool, int, float, str):
@@ -396,7 +416,7 @@ def _decode_value(node: Any, blob: memoryview, *, depth: int) -> Any:
     raise ValueError("the result's header holds something that is not plain data")
 
 
-def _decode_tensor(spec: dict[str, Any], blob: memoryview) -> Any:
+def _decode_tensor(spec: dict[str, Any], blob: _Blob) -> Any:
     import torch
 
     name = spec.get("dtype")
@@ -410,20 +430,19 @@ def _decode_tensor(spec: dict[str, Any], blob: memoryview) -> Any:
         or not all(type(n) is int and 0 <= n <= MAX_RESULT_BYTES for n in shape)
         or type(offset) is not int
         or type(nbytes) is not int
-        or not 0 <= offset <= offset + nbytes <= len(blob)
+        or not 0 <= offset <= offset + nbytes <= len(blob.data)
         or math.prod(shape) * dtype.itemsize != nbytes
         or type(device) is not str
         or not re.fullmatch(r"cpu|cuda(:[0-9]{1,3})?", device)
     ):
         raise ValueError(f"the result holds a malformed tensor: {str(spec)[:200]}")
+    raw = bytearray(blob.take(offset, nbytes))  # writable, and owned by the tensor
     if nbytes == 0:
         tensor = torch.empty(shape, dtype=dtype)
+    elif dtype is torch.bool:  # any byte but 0 and 1 would be an invalid bool
+        tensor = torch.frombuffer(raw, dtype=torch.uint8).ne(0).reshape(shape)
     else:
-        raw = bytearray(blob[offset : offset + nbytes])  # writable, and owned by the tensor
-        if dtype is torch.bool:  # any byte but 0 and 1 would be an invalid bool
-            tensor = torch.frombuffer(raw, dtype=torch.uint8).ne(0).reshape(shape)
-        else:
-            tensor = torch.frombuffer(raw, dtype=dtype).reshape(shape)
+        tensor = torch.frombuffer(raw, dtype=dtype).reshape(shape)
     return tensor if device == "cpu" else tensor.to(device)
 
 

@@ -131,10 +131,26 @@ def _tensor_header(**changes: Any) -> dict[str, Any]:
         ({"version": 1, "value": {"list": [1], "tuple": [2]}}, b""),
         ({"version": 2, "value": 1}, b""),
         ({"version": 1, "value": [1, 2]}, b""),
+        # The same bytes named again and again: a copy per mention would exhaust memory.
+        ({"version": 1, "value": {"list": [_tensor_header()["value"]] * 1000}}, bytes(4)),
+        # Ranges out of the order they were written in.
+        (
+            {
+                "version": 1,
+                "value": {
+                    "list": [
+                        _tensor_header(offset=4)["value"],
+                        _tensor_header(offset=0)["value"],
+                    ]
+                },
+            },
+            bytes(8),
+        ),
     ],
     ids=[
         "short-data", "wrong-size", "dtype", "dtype-not-text", "device", "negative-dim",
         "negative-offset", "unknown-tag", "two-tags", "version", "untagged-list",
+        "aliased-bytes", "ranges-backwards",
     ],
 )  # fmt: skip
 def test_forged_results_are_refused(tmp_path: Path, header: Any, blob: bytes) -> None:
