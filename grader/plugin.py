@@ -46,6 +46,10 @@ PART_KEY = pytest.StashKey[Part]()
 SEEDED_COMPARES_KEY = pytest.StashKey[list[bool]]()
 # One entry per `compare` call of a test that returned: a fingerprint of the student's outputs.
 OUTPUT_FINGERPRINTS_KEY = pytest.StashKey[list[str]]()
+# Set once a test has received data from the student side: from then on, an exception that is
+# not an assertion most likely comes from that data's shape (a missing key, a list where a
+# dict was due, an int too large for a float), which the student side fully controls.
+STUDENT_DATA_KEY = pytest.StashKey[bool]()
 # Tests whose verdict alone proves nothing: a source rule (a stub obeys it), or a verdict the
 # probe computed inside the sandbox, where student code can rewrite the probe. They count
 # only once a gate-opening test (see `opens_gate`) passes in the same part. Markers can only
@@ -57,6 +61,11 @@ SEED_SEARCH_DEPTH = 4
 HIDDEN_SEED_FLOOR = 10_000
 # After this many timeouts in one part, its remaining tests are not run (each would time out).
 TIMEOUTS_PER_PART = 2
+UNCHECKABLE_RESULT_MESSAGE = (
+    "What your code returned could not be checked: it does not have the type or structure "
+    "this test expects ({error}). Compare what your function returns with the assignment's "
+    "contract (types, dict keys, list lengths, finite numbers)."
+)
 INTERNAL_ERROR_MESSAGE = (
     "The grader could not finish this test because of an internal problem, not because of "
     "your code. Course staff can see the details."
@@ -292,6 +301,7 @@ class GraderPlugin:
                     session.finish(part, job)
                 raise
             got = session.finish(part, job)
+            node.stash[STUDENT_DATA_KEY] = True
             fingerprints.append(_fingerprint(got))
             return got, want
 
@@ -303,7 +313,9 @@ class GraderPlugin:
         session = self.session
 
         def run(probe: Probe, /, **kwargs: Any) -> Any:
-            return session.finish(part, session.start(part, probe, kwargs))
+            got = session.finish(part, session.start(part, probe, kwargs))
+            request.node.stash[STUDENT_DATA_KEY] = True
+            return got
 
         return run
 
@@ -369,6 +381,11 @@ class GraderPlugin:
                 outcome, message = "failed", _student_facing_assertion(error)
                 cause = WRONG_ANSWER
                 fingerprint = combine_fingerprints(item.stash.get(OUTPUT_FINGERPRINTS_KEY, []))
+            elif item.stash.get(STUDENT_DATA_KEY, False):
+                outcome, cause, detail = "failed", WRONG_ANSWER, report.longreprtext
+                message = UNCHECKABLE_RESULT_MESSAGE.format(
+                    error=f"{type(error).__name__}: {str(error)[:200]}"
+                )
             else:
                 outcome, message = "error", INTERNAL_ERROR_MESSAGE
                 detail = report.longreprtext
