@@ -13,6 +13,7 @@ name some other way), so hidden tests give it a low weight and pair it with a ru
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -52,12 +53,21 @@ DYNAMIC_ATTRIBUTES = frozenset(
         "modules",  # sys.modules
     }
 )
-DYNAMIC_MODULES = ("importlib", "builtins", "operator")
+# Modules that turn a string or bytes into any object by name (pickle's GLOBAL opcode,
+# pydoc.locate, ...) or run code built at run time.
+DYNAMIC_MODULES = (
+    *("importlib", "builtins", "operator", "pickle", "_pickle", "copyreg", "marshal"),
+    *("pydoc", "pkgutil", "runpy", "ctypes", "code", "codeop"),
+)
 # torch's entry points below its Python API: every built-in op and the autograd engine are
 # reachable there, and calls through them skip `__torch_function__` hooks.
+# torch.utils._python_dispatch can switch off the run-time checks' dispatch modes.
 TORCH_BACKDOORS = frozenset(
     {"_C", "ops", "_VariableFunctions", "_execution_engine", "_ImperativeEngine", "_ops"}
+    | {"_python_dispatch", "_disable_current_modes", "DisableTorchFunction"}
 )
+# A name inside a string or bytes constant: "torch.autograd.grad", b"ctorch\nsigmoid\n.".
+NAME_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -149,14 +159,34 @@ def forbidden_uses(source: str, rule: Rule) -> list[str]:
                 if module.split(".")[-1] in TORCH_BACKDOORS | rule.attributes:
                     found.append((line, f"import of {module}"))
                     break
-        elif (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and id(node) not in docstrings
-            and node.value in rule.strings | rule.attributes | TORCH_BACKDOORS
-        ):
-            found.append((line, repr(node.value)))
+        elif isinstance(node, ast.Constant) and id(node) not in docstrings:
+            named = _names_in_constant(node.value, rule)
+            if named:
+                found.append((line, f"{_short(node.value)} (names {', '.join(named)})"))
     return [f"line {line}: {what}" for line, what in sorted(set(found))]
+
+
+def _names_in_constant(value: object, rule: Rule) -> list[str]:
+    """What `rule` forbids, named in a string or bytes constant that could be looked up.
+
+    Bytes are read whole (a pickle names its globals as text); a string is read when it is
+    one word or dotted path, not prose, so messages that mention a name stay allowed.
+    """
+    if isinstance(value, bytes):
+        text = value.decode("latin-1")
+    elif isinstance(value, str) and not any(c.isspace() for c in value.strip()):
+        text = value
+    else:
+        return []
+    forbidden = rule.strings | rule.attributes | TORCH_BACKDOORS
+    named = sorted(set(NAME_TOKEN.findall(text)) & forbidden)
+    named += sorted(module for module in rule.modules if module in text)
+    return named
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _numpy_aliases(tree: ast.AST) -> tuple[set[str], set[str]]:

@@ -35,11 +35,29 @@ NO_AUTOGRAD = Rule(
         ("y = torch._C._VariableFunctions.sigmoid(x)", "._VariableFunctions"),
         ("from torch import _C", "import of torch._C"),
         ("m = sys.modules['torch']", ".modules"),
+        # Names resolved from text, and the modes that hide calls from the run-time checks.
+        ("import pickle", "import of pickle"),
+        ("from pydoc import locate", "import of pydoc"),
+        ("f = locate('torch.autograd.grad')", "names autograd, torch.autograd"),
+        (
+            "e = loads(b'ctorch.autograd.variable\\nVariable._execution_engine\\n.')",
+            "_execution_engine",
+        ),
+        ("from torch.utils._python_dispatch import _disable_current_modes", "_python_dispatch"),
     ],
 )
 def test_forbidden_and_dynamic_uses_are_found(source: str, found: str) -> None:
     uses = forbidden_uses(source, NO_AUTOGRAD)
     assert any(found in use for use in uses), uses
+
+
+def test_a_pickled_builtin_sigmoid_is_found_and_prose_is_not() -> None:
+    sigmoid_rule = Rule(attributes=frozenset({"sigmoid", "expit"}))
+    assert forbidden_uses("s = loads(b'ctorch\\nsigmoid\\n.')", sigmoid_rule) == [
+        "line 1: b'ctorch\\nsigmoid\\n.' (names sigmoid)"
+    ]
+    message = "raise ValueError('sigmoid got a tensor of the wrong dtype')"
+    assert forbidden_uses(message, sigmoid_rule) == []
 
 
 def test_plain_code_docstrings_and_literal_getattr_pass() -> None:
