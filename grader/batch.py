@@ -287,15 +287,20 @@ def _export_root(root: Path) -> Path:
     return root
 
 
-def discover_submissions(
-    root: Path, assignment: Assignment, *, exclude: Iterable[Path] = ()
-) -> list[BatchItem]:
-    """One item per student folder, .zip or notebook under `root` (or a Gradescope export)."""
+def check_submissions_folder(root: Path) -> None:
+    """Refuse a batch folder that is not one, before anything else is asked or started."""
     if not root.is_dir():
         raise UsageError(
             f"{root} is not a folder: pass the folder that holds one folder, .zip or notebook "
             "per student (or Gradescope's unzipped 'Export Submissions' folder)."
         )
+
+
+def discover_submissions(
+    root: Path, assignment: Assignment, *, exclude: Iterable[Path] = ()
+) -> list[BatchItem]:
+    """One item per student folder, .zip or notebook under `root` (or a Gradescope export)."""
+    check_submissions_folder(root)
     root = _export_root(root)
     names = {p.name for p in root.iterdir()}
     if names & set(assignment.files):

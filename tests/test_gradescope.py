@@ -251,7 +251,9 @@ def test_provisional_results_come_first_and_a_crash_is_reported(
         raise RuntimeError("the grader broke")
 
     monkeypatch.setattr("grader.gradescope_run.grade_submission", crashing_grade)
-    run = run_gradescope(root, assignment_name=None, settings=GradeSettings(device="cpu"))
+    run = run_gradescope(
+        root, assignment_name="pytorch_basics", settings=GradeSettings(device="cpu")
+    )
     validate(seen["results"])
     assert PROVISIONAL_MESSAGE in seen["results"]["extra_data"]["grader_error"]
     layout = root.resolve()
