@@ -10,6 +10,7 @@ from typing import Any
 from grader.course import (
     PACKAGE_ROOT,
     AssignmentChoiceNeeded,
+    AssignmentFiles,
     assignments_dir,
     enclosing_assignment,
     guess_from_files,
@@ -130,9 +131,9 @@ def choose_assignment(
     manifests = {}
     for candidate in names:
         assignment = load_assignment(candidate, root=root)
-        manifests[candidate] = (
-            *assignment.files,
-            *([assignment.notebook] if assignment.notebook else []),
+        manifests[candidate] = AssignmentFiles(
+            files=(*assignment.files, *([assignment.notebook] if assignment.notebook else [])),
+            part_ids=tuple(part.id for part in assignment.parts),
         )
     guessed = guess_from_files(submission, manifests)
     if guessed is None:

@@ -10,8 +10,10 @@ from inside any course folder.
 from __future__ import annotations
 
 import os
+import re
 import zipfile
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
 from grader.errors import ConfigError
 
@@ -21,6 +23,16 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 # A submission folder is looked at this deep and this wide when guessing its assignment.
 GUESS_MAX_DEPTH = 3
 GUESS_MAX_NAMES = 2000
+# How much of a notebook is searched for `part:` marks when its name does not decide.
+GUESS_NOTEBOOK_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class AssignmentFiles:
+    """What tells one assignment's submissions apart: its file names and its part ids."""
+
+    files: tuple[str, ...]
+    part_ids: tuple[str, ...]
 
 
 class AssignmentChoiceNeeded(ConfigError):
@@ -74,9 +86,9 @@ def _names_in(submission: Path) -> set[str]:
         try:
             with zipfile.ZipFile(submission) as archive:
                 infos = archive.infolist()[:GUESS_MAX_NAMES]
-        except (OSError, zipfile.BadZipFile):
+        except (OSError, zipfile.BadZipFile, ValueError):
             return set()
-        return {Path(info.filename).name for info in infos if not info.is_dir()}
+        return {PurePosixPath(info.filename).name for info in infos if not info.is_dir()}
     names: set[str] = set()
     base_depth = len(submission.parts)
     for current, dirs, files in os.walk(submission):
@@ -89,12 +101,72 @@ def _names_in(submission: Path) -> set[str]:
     return names
 
 
-def guess_from_files(submission: Path, manifests: dict[str, tuple[str, ...]]) -> str | None:
-    """The one assignment whose files (or notebook) `submission` holds, or None if not one."""
+def _notebook_heads(submission: Path) -> list[bytes]:
+    """The first GUESS_NOTEBOOK_BYTES of the first four notebooks a submission holds.
+
+    Only searched for `part:` marks as bytes: nothing is parsed or decoded here, so a hostile
+    notebook costs this process a bounded read and nothing else.
+    """
+    heads: list[bytes] = []
+    try:
+        if submission.is_file() and submission.suffix.lower() == ".ipynb":
+            with submission.open("rb") as notebook:
+                return [notebook.read(GUESS_NOTEBOOK_BYTES)]
+        if submission.is_file():
+            with zipfile.ZipFile(submission) as archive:
+                for info in archive.infolist()[:GUESS_MAX_NAMES]:
+                    if info.filename.lower().endswith(".ipynb") and len(heads) < 4:
+                        with archive.open(info) as notebook:
+                            heads.append(notebook.read(GUESS_NOTEBOOK_BYTES))
+            return heads
+        base_depth = len(submission.parts)
+        for current, dirs, files in os.walk(submission):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
+            if len(Path(current).parts) - base_depth >= GUESS_MAX_DEPTH:
+                dirs.clear()
+            for name in sorted(files):
+                path = Path(current, name)
+                if name.lower().endswith(".ipynb") and len(heads) < 4 and not path.is_symlink():
+                    with path.open("rb") as notebook:
+                        heads.append(notebook.read(GUESS_NOTEBOOK_BYTES))
+    except (OSError, zipfile.BadZipFile, ValueError, RuntimeError, NotImplementedError):
+        pass
+    return heads
+
+
+def _marks_parts(heads: list[bytes], part_ids: tuple[str, ...]) -> bool:
+    """Whether any notebook head marks a cell for one of `part_ids` (`part:<id>`, any spacing)."""
+    pattern = re.compile(
+        rb"part:\s*(?:" + b"|".join(re.escape(part.encode()) for part in part_ids) + rb")\b"
+    )
+    return any(pattern.search(head) for head in heads)
+
+
+def guess_from_files(submission: Path, manifests: dict[str, AssignmentFiles]) -> str | None:
+    """The one assignment whose files `submission` holds, or None if not exactly one.
+
+    File names shared by several assignments (every walkthrough is `walkthrough.ipynb`) do
+    not decide; a notebook then decides by the parts its cells are marked for.
+    """
     if not submission.exists():
         return None
     names = _names_in(submission)
-    matching = [name for name, files in manifests.items() if names & set(files)]
+    counts: dict[str, int] = {}
+    for files in manifests.values():
+        for name in set(files.files):
+            counts[name] = counts.get(name, 0) + 1
+    matching = [
+        assignment
+        for assignment, files in manifests.items()
+        if any(counts[name] == 1 for name in names & set(files.files))
+    ]
+    if not matching and any(name.lower().endswith(".ipynb") for name in names):
+        heads = _notebook_heads(submission)
+        matching = [
+            assignment
+            for assignment, files in manifests.items()
+            if files.part_ids and _marks_parts(heads, files.part_ids)
+        ]
     return matching[0] if len(matching) == 1 else None
 
 

@@ -59,6 +59,9 @@ import pytest
 from grader.sandbox import SANDBOX_UID_BASE, live_processes_of
 from tests.conftest import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR
 
+# Every hostile case attacks the first assignment; naming it keeps the cases about attacks.
+ASSIGNMENT = SOLUTIONS_DIR.name
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -288,7 +291,8 @@ def run_case(case: Case, work: Path) -> Outcome:
         results_path, report_path = outputs / "results.json", outputs / "report.json"
         started = time.monotonic()
         command = [sys.executable, "-m", "grader", "grade", str(submission), "--device", "cpu"]
-        command += ["--seed", "12345", "--results", str(results_path), "--report", str(report_path)]
+        command += ["-a", ASSIGNMENT, "--seed", "12345"]
+        command += ["--results", str(results_path), "--report", str(report_path)]
         process = subprocess.run(
             command,
             cwd=COURSE_ROOT,
@@ -458,8 +462,9 @@ def test_a_grader_killed_mid_run_leaves_a_valid_result_and_no_student_process(
     results = tmp_path / "results.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env.update(PYTHONPATH=str(COURSE_ROOT), GRADER_TEST_TIMEOUT_S="300")
+    command = [sys.executable, "-m", "grader", "grade", str(submission), "-a", ASSIGNMENT]
     grader = subprocess.Popen(
-        [sys.executable, "-m", "grader", "grade", str(submission), "--results", str(results)],
+        [*command, "--results", str(results)],
         cwd=COURSE_ROOT,
         env=env,
         stdout=subprocess.DEVNULL,

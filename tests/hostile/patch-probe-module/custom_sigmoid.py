@@ -7,8 +7,11 @@ import torch
 probes = sys.modules.get("probes")
 
 
-def _forged_gradcheck(part, **kwargs):
-    return {"ok": True, "message": ""}
+def _forged_jacobians(part, **kwargs):
+    import torch
+
+    agree = torch.zeros(12, 12, dtype=torch.float64)
+    return {"error": "", "numerical": agree, "analytical": agree.clone()}
 
 
 def _forged_uses_custom_function(part, **kwargs):
@@ -18,12 +21,13 @@ def _forged_uses_custom_function(part, **kwargs):
         "custom_node": True,
         "builtins_called": [],
         "same_as_apply": True,
+        "backward_error": "",
     }
 
 
 if probes is not None:
     # Replace the code of the probe objects themselves: they may already have been looked up.
-    probes.sigmoid_gradcheck.__code__ = _forged_gradcheck.__code__
+    probes.sigmoid_jacobians.__code__ = _forged_jacobians.__code__
     probes.sigmoid_uses_custom_function.__code__ = _forged_uses_custom_function.__code__
 
 
