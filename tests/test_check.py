@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from conftest import (
 )
 
 from grader.assignment import Assignment, load_assignment
+from grader.build import build_starter
 from grader.check import locate_student_folder, run_public_tests
 from grader.public_report import PublicReport
 
@@ -302,3 +305,52 @@ def test_near_miss_names_are_tested_with_a_rename_note_or_all_named(starter_kit:
         "Custom_Sigmoid.py, custom_sigmoid (1).py are all named like custom_sigmoid.py: keep "
         "the right one and rename it to custom_sigmoid.py"
     ) in output
+
+
+@pytest.mark.slow
+def test_the_installed_kit_runs_from_any_folder(tmp_path: Path) -> None:
+    """The kit README's `pip install --no-deps -e .`: then `check` works outside the kit's root.
+
+    A fresh virtual environment gets the kit installed by pip itself; torch and the rest come
+    from this environment (a path line), as `pip install -r requirements.txt` would provide.
+    """
+    built = build_starter("pytorch_basics", output=tmp_path / "kit.zip")
+    with zipfile.ZipFile(built.path) as archive:
+        archive.extractall(tmp_path)
+    [kit] = [path.parent for path in tmp_path.glob("*/pyproject.toml")]
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    [site_packages] = (venv / "lib").glob("python3*/site-packages")
+    ours = [path for path in sys.path if path.endswith("site-packages")]
+    (site_packages / "project-environment.pth").write_text("\n".join(ours) + "\n")
+    python = venv / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet"]
+    pip += ["--no-deps", "--no-build-isolation", "--no-index", "-e", str(kit)]
+    installed = subprocess.run(pip, capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST") and k != "PYTHONPATH"}
+    for cwd in (kit / KIT_ASSIGNMENT, elsewhere):
+        process = subprocess.run(
+            [python, "-m", "grader", "check", elsewhere],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        # The kit's own grader ran (not this checkout's) and named the assignment's files.
+        assert "No module named grader" not in process.stderr
+        assert process.returncode == 1, process.stderr[-2000:]
+        assert "no file of pytorch_basics" in process.stderr, process.stderr[-2000:]
+    where = subprocess.run(
+        [python, "-c", "import grader; print(grader.__file__)"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(where.stdout.strip()).is_relative_to(kit)
