@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import json
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -108,6 +110,26 @@ def test_a_submission_holding_one_assignments_files_picks_it(two_assignments: Pa
     with pytest.raises(AssignmentChoiceNeeded):
         choose_assignment(None, submission)
     assert choose_assignment("first", submission) == (load_assignment("first"), "")
+
+
+def test_a_notebook_picks_the_assignment_its_cells_are_marked_for(two_assignments: Path) -> None:
+    """Every assignment's walkthrough has the same name; the `part:` marks tell them apart."""
+    for name in ("first", "second"):
+        manifest = two_assignments / "assignments" / name / "assignment.toml"
+        with_notebook = "\nnotebook = 'walkthrough.ipynb'\n[[parts]]"
+        manifest.write_text(manifest.read_text().replace("\n[[parts]]", with_notebook))
+    notebook = two_assignments / "walkthrough.ipynb"
+    cells = [{"cell_type": "code", "metadata": {}, "source": "# part: q\ndef f(): ...\n"}]
+    notebook.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4}))
+    assert choose_assignment(None, notebook)[0].id == "second"
+    archive = two_assignments / "submission.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.write(notebook, "work/walkthrough.ipynb")
+    assert choose_assignment(None, archive)[0].id == "second"
+    # Marked for neither (or both): the choice is left to -a.
+    notebook.write_text(notebook.read_text().replace("part: q", "part: pq"))
+    with pytest.raises(AssignmentChoiceNeeded):
+        choose_assignment(None, notebook)
 
 
 def test_inside_an_assignments_folder_that_one_is_picked(two_assignments: Path) -> None:
