@@ -127,6 +127,31 @@ def _isolated_pytest_environment() -> Iterator[None]:
             os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved_autoload
 
 
+@contextlib.contextmanager
+def modules_of(*folders: Path) -> Iterator[None]:
+    """Import the modules of `folders` afresh and forget them afterwards.
+
+    Hidden suites run in this process under the same module names (`probes`, `test_<part>`)
+    for every assignment and every copy of one: a module of that name left in sys.modules
+    by an earlier run would be used instead of this folder's own.
+    """
+    roots = [folder.resolve() for folder in folders]
+
+    def loaded_from_roots(module: object) -> bool:
+        file = getattr(module, "__file__", None)
+        return bool(file) and any(Path(str(file)).resolve().is_relative_to(r) for r in roots)
+
+    own_names = {path.stem for root in roots for path in root.glob("*.py")}
+    for name in own_names & set(sys.modules):
+        del sys.modules[name]
+    try:
+        yield
+    finally:
+        for name, module in list(sys.modules.items()):
+            if loaded_from_roots(module):
+                del sys.modules[name]
+
+
 def run_hidden_suite(tests_dir: Path, plugin: GraderPlugin, workdir: Path) -> int:
     """Run the hidden suite in this (trusted) process with only our plugin's fixtures."""
     if not tests_dir.is_dir():
@@ -149,7 +174,7 @@ def run_hidden_suite(tests_dir: Path, plugin: GraderPlugin, workdir: Path) -> in
         "-o", "python_files=test_*.py",
         "-W", "ignore::DeprecationWarning",
     ]  # fmt: skip
-    with _isolated_pytest_environment():
+    with _isolated_pytest_environment(), modules_of(tests_dir):
         return int(pytest.main(args, plugins=[plugin]))
 
 

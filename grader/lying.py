@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib.util
 import math
 import secrets
-import sys
 import tempfile
 import types
 from collections.abc import Callable
@@ -236,20 +235,7 @@ def run_against(
 def gate_openers_against_liars(assignment: Assignment, *, device: str = "cpu") -> list[str]:
     """One line per problem: a gate-opening test that passed against a lie, or a part whose
     gate nothing opens even with the reference's own outputs (it could never score)."""
-    try:
-        return _problems(assignment, device)
-    finally:
-        # The next assignment checked in this process has its own `probes` and `test_<part>`
-        # modules under the same names.
-        forget_modules_from(assignment.solutions_dir)
-
-
-def forget_modules_from(folder: Path) -> None:
-    root = folder.resolve()
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        if file and Path(file).resolve().is_relative_to(root):
-            del sys.modules[name]
+    return _problems(assignment, device)
 
 
 def _problems(assignment: Assignment, device: str) -> list[str]:

@@ -14,7 +14,6 @@ Each problem is one line; none means the assignment is ready.
 from __future__ import annotations
 
 import ast
-import contextlib
 import json
 import math
 import os
@@ -31,6 +30,7 @@ import pytest
 
 from grader.assignment import Assignment, load_assignment
 from grader.errors import ConfigError
+from grader.grade import modules_of
 
 FIXTURES_FOLDER = "public_fixtures"
 FIXTURE_SCRIPT = "make_public_fixtures.py"
@@ -66,7 +66,7 @@ def validate_assignment(name: str | None, *, device: str = "cpu", say: Say = pri
         findings.add([str(error)])
         return findings.problems
     findings = _Findings(assignment.id, say)
-    with _forgetting_imports_from(assignment.solutions_dir, assignment.directory):
+    with modules_of(assignment.solutions_dir, assignment.directory):
         _validate(assignment, findings, device=device)
     return findings.problems
 
@@ -89,20 +89,6 @@ def _validate(assignment: Assignment, findings: _Findings, *, device: str) -> No
         findings.say(f"{assignment.id}: {LYING_UNAVAILABLE}")
     else:
         findings.add(gate_openers_against_liars(assignment, device=device))
-
-
-@contextlib.contextmanager
-def _forgetting_imports_from(*folders: Path) -> Iterator[None]:
-    """Drop the modules imported from `folders` afterwards: the next assignment validated in
-    this process has its own `probes` and `test_<part>` modules under the same names."""
-    try:
-        yield
-    finally:
-        roots = [folder.resolve() for folder in folders]
-        for name, module in list(sys.modules.items()):
-            file = getattr(module, "__file__", None)
-            if file and any(Path(file).resolve().is_relative_to(root) for root in roots):
-                del sys.modules[name]
 
 
 def missing_files(assignment: Assignment) -> Iterator[str]:
@@ -179,7 +165,8 @@ def hidden_test_problems(assignment: Assignment) -> list[str]:
         saved = sys.dont_write_bytecode
         sys.dont_write_bytecode = True  # nothing written into solutions/
         try:
-            pytest.main(args, plugins=[check])
+            with modules_of(assignment.hidden_tests_dir):
+                pytest.main(args, plugins=[check])
         finally:
             sys.dont_write_bytecode = saved
     untested = [part.id for part in assignment.parts if part.id not in check.tested]
