@@ -685,6 +685,11 @@ class Sandbox:
             self._lose_submission_server()
             raise SandboxError(f"the fork server did not start the job: {started!r}")
         exited = self._replies.receive(max(0.0, job.deadline - time.monotonic()))
+        if exited is None and self._replies.closed:
+            # The server died under the job: the grader's failure, never the student's timeout.
+            self._kill_group(int(started["pid"]))
+            self._lose_submission_server()
+            raise SandboxError("the fork server stopped while running the job")
         backstop = exited is None
         if backstop:
             log.warning("job %d outlived its monitor's deadline; killing it", job.id)
@@ -917,6 +922,8 @@ class _Lines:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.buffer = b""
+        # The other side closed its end (it died): no message will ever come.
+        self.closed = False
 
     def receive(self, timeout: float) -> dict[str, Any] | None:
         """The next message, or None on timeout or once the other side is gone."""
@@ -933,8 +940,9 @@ class _Lines:
             try:
                 chunk = os.read(self.fd, 65536)
             except OSError:
-                return None
+                chunk = b""
             if not chunk:
+                self.closed = True
                 return None
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)

@@ -10,6 +10,7 @@ import os
 import pickle
 import socket
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -372,10 +373,17 @@ def test_each_submission_gets_a_fresh_server_from_the_same_zygote(
     assert _run(sandbox, root, what="daemon") == "left a daemon"
     assert sandbox._process is zygote and sandbox._server_pid not in (0, first)
     # A server that dies costs its job only; the next job gets a new one, torch stays warm.
-    job = sandbox.submit(module="student", probe_file=root / "probes.py", probe="run", kwargs={})
-    os.kill(sandbox._server_pid, 9)
-    with pytest.raises(SandboxError):
-        sandbox.result(job)
+    # Killed before the job starts, or under it: either way the grader's error, never the
+    # student's timeout.
+    for started in (False, True):
+        job = sandbox.submit(
+            module="student", probe_file=root / "probes.py", probe="run", kwargs={"what": "sleep"}
+        )
+        if started:
+            time.sleep(1)
+        os.kill(sandbox._server_pid, 9)
+        with pytest.raises(SandboxError):
+            sandbox.result(job)
     assert _run(sandbox, root, what="daemon") == "left a daemon"
     assert sandbox._process is zygote
 
