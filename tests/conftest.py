@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,54 @@ def grade_to_report(
         "grade", submission, "--seed", "12345", "--report", report, "--results", results, *extra
     )
     return process, json.loads(report.read_text()), json.loads(results.read_text())
+
+
+@dataclass(frozen=True)
+class GradedClass:
+    """One `batch` run over a folder of submissions: the process and each entry's report."""
+
+    process: subprocess.CompletedProcess[str]
+    reports: dict[str, dict[str, Any]]
+
+
+def batch_grade(submissions: Path, assignment: str, out: Path, *, workers: int) -> GradedClass:
+    """Grade every entry of `submissions` in one `batch` run, as staff grade a class.
+
+    Workers keep torch, the sandbox's zygote and the reference's outputs warm from one
+    submission to the next, so a corpus costs a fraction of one `grade` run per case. Each
+    report is keyed by its entry's name (the corpus names are already valid keys).
+    """
+    process = run_grader_cli(
+        "batch", submissions, "-a", assignment, "--seed", "12345", "--device", "cpu",
+        "--out", out, "--no-similarity", "--workers", str(workers), timeout=1800,
+    )  # fmt: skip
+    reports = {
+        path.parent.name: json.loads(path.read_text(encoding="utf-8"))
+        for path in (out / "reports").glob("*/report.json")
+    }
+    return GradedClass(process, reports)
+
+
+# The corpus modules' two tests that need the reference or the stubs graded, by entry name.
+REFERENCE_AND_STUBS = {
+    "test_reference_scores_full_marks": "reference",
+    "test_stubs_score_zero_everywhere": "stubs",
+}
+
+
+def corpus_entries_needed(items: list[pytest.Item], module_name: str) -> list[str]:
+    """Which entries (a `case` parameter, the reference, the stubs) the selected tests of
+    module `module_name` need graded."""
+    names: set[str] = set()
+    for item in items:
+        if getattr(item, "module", None) is None or item.module.__name__ != module_name:
+            continue
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "case" in callspec.params:
+            names.add(str(callspec.params["case"]))
+        elif getattr(item, "originalname", "") in REFERENCE_AND_STUBS:
+            names.add(REFERENCE_AND_STUBS[item.originalname])  # type: ignore[attr-defined]
+    return sorted(names)
 
 
 def part_scores(report: dict[str, Any]) -> dict[str, float]:

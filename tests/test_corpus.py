@@ -18,8 +18,8 @@ A case with `known_gap` states the scores it *should* get; while the hidden test
 the behaviour, its test is an expected failure, and once they catch it the test fails so that
 the note gets removed.
 
-Grading a whole submission costs several seconds, so every selected submission is graded once
-per session, a few at a time, by one fixture; each test then waits for its own grade only.
+Every selected submission is graded once per session by one `batch` run (as staff grade a
+class: warm workers, one seed); each test then reads its own report.
 """
 
 from __future__ import annotations
@@ -40,7 +40,14 @@ import pytest
 from grader.assignment import load_assignment
 from grader.scoring import GATED_NOTE
 from grader.submission import near_miss_key
-from tests.conftest import ASSIGNMENT_DIR, SOLUTIONS_DIR, grade_to_report
+from tests.conftest import (
+    ASSIGNMENT_DIR,
+    REFERENCE_AND_STUBS,
+    SOLUTIONS_DIR,
+    GradedClass,
+    batch_grade,
+    corpus_entries_needed,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -52,8 +59,8 @@ ASSIGNMENT = load_assignment("pytorch_basics")
 POINTS = {part.id: part.points for part in ASSIGNMENT.parts}
 PART_FILES = tuple(part.file for part in ASSIGNMENT.parts)
 CASE_NAMES = sorted(path.name for path in SUBMISSIONS_DIR.iterdir() if path.is_dir())
-# Pseudo-cases graded by the same pool: the reference and the untouched stubs.
-REFERENCE, STUBS = "reference", "stubs"
+# Pseudo-cases graded by the same batch: the reference and the untouched stubs.
+REFERENCE, STUBS = REFERENCE_AND_STUBS.values()
 MIN_CASES = 25
 # Scores are rounded to a few decimals; anything closer than this is the same score.
 SCORE_TOLERANCE = 1e-4
@@ -73,16 +80,11 @@ class Expectation:
     outcomes: dict[str, tuple[str, ...]] | None = None
     feedback: dict[str, tuple[str, ...]] | None = None
 
-    @property
-    def expects_timeout(self) -> bool:
-        return any("timeout" in wanted for wanted in (self.outcomes or {}).values())
-
 
 @dataclass(frozen=True)
 class Graded:
     process: subprocess.CompletedProcess[str]
     report: dict[str, Any]
-    results: dict[str, Any]
 
 
 def _part_table(data: dict[str, Any], key: str, where: Path) -> dict[str, Any]:
@@ -169,66 +171,49 @@ def _copy_parts(source: Path, dest: Path) -> Path:
     return dest
 
 
-def _grade(name: str, workdir: Path) -> Graded:
+def _assemble(name: str, dest: Path) -> Path:
     if name == REFERENCE:
-        submission = _copy_parts(SOLUTIONS_DIR, workdir / "submission")
-    elif name == STUBS:
-        submission = _copy_parts(ASSIGNMENT_DIR, workdir / "submission")
-    else:
-        submission = assemble_case(SUBMISSIONS_DIR / name, workdir / "submission")
-    # The expectations describe CPU grading (GPU-only tests are skipped there).
-    process, report, results = grade_to_report(submission, workdir, "--device", "cpu")
-    return Graded(process, report, results)
-
-
-def _graded_name(item: pytest.Item) -> str | None:
-    """Which submission a selected test of this module needs graded, if any."""
-    if getattr(item, "module", None) is None or item.module.__name__ != __name__:
-        return None
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None and "case" in callspec.params:
-        return str(callspec.params["case"])
-    return {
-        "test_reference_scores_full_marks": REFERENCE,
-        "test_stubs_score_zero_everywhere": STUBS,
-    }.get(getattr(item, "originalname", ""))
-
-
-def _start_order(name: str) -> tuple[bool, str]:
-    # Cases that sit out a time limit go first, so that their wait overlaps everything else.
-    slow = name in CASE_NAMES and load_expectation(SUBMISSIONS_DIR / name).expects_timeout
-    return (not slow, name)
+        return _copy_parts(SOLUTIONS_DIR, dest)
+    if name == STUBS:
+        return _copy_parts(ASSIGNMENT_DIR, dest)
+    return assemble_case(SUBMISSIONS_DIR / name, dest)
 
 
 @pytest.fixture(scope="session")
-def grades(
+def graded_class(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[dict[str, Future[Graded]]]:
-    """Start grading every submission the selected tests need; tests wait on their own."""
-    names = {_graded_name(item) for item in request.session.items} - {None}
-    ordered = sorted((name for name in names if name is not None), key=_start_order)
-    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="grade") as pool:
-        futures = {
-            name: pool.submit(_grade, name, tmp_path_factory.mktemp(f"graded-{name}"))
-            for name in ordered
-        }
-        yield futures
-        for future in futures.values():
-            future.cancel()
+) -> Iterator[Future[GradedClass]]:
+    """Every submission the selected tests need, graded by one `batch` run in the background.
+
+    The expectations describe CPU grading (GPU-only tests are skipped there).
+    """
+    work = tmp_path_factory.mktemp("corpus")
+    for name in corpus_entries_needed(request.session.items, __name__):
+        _assemble(name, work / "class" / name)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch") as pool:
+        future = pool.submit(
+            batch_grade, work / "class", ASSIGNMENT.id, work / "out", workers=WORKERS
+        )
+        yield future
+        future.cancel()
+
+
+def _graded(graded_class: Future[GradedClass], name: str) -> Graded:
+    graded = graded_class.result()
+    assert name in graded.reports, graded.process.stderr[-3000:]
+    return Graded(graded.process, graded.reports[name])
 
 
 def _check_consistent(graded: Graded) -> None:
-    """Exit 0, no grader error, parts add up, results.json agrees and tags every test."""
-    report, results = graded.report, graded.results
+    """Exit 0, no grader error, parts add up, every test names one part."""
+    report = graded.report
     assert graded.process.returncode == 0, graded.process.stderr[-3000:]
     assert report["grader_error"] is None, report["grader_error"]
     assert list(report["parts"]) == list(POINTS)
     assert sum(part["score"] for part in report["parts"].values()) == pytest.approx(
         report["score"], abs=SCORE_TOLERANCE
     )
-    assert results["score"] == pytest.approx(report["score"], abs=SCORE_TOLERANCE)
-    for test in results["tests"]:
-        assert len(set(test["tags"]) & set(POINTS)) == 1, test
+    assert all(test["part"] in POINTS for test in report["tests"])
 
 
 def _part_report(report: dict[str, Any], part: str) -> str:
@@ -247,10 +232,10 @@ def _within(score: float, low: float, high: float) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASE_NAMES)
-def test_case_scores(case: str, grades: dict[str, Future[Graded]]) -> None:
+def test_case_scores(case: str, graded_class: Future[GradedClass]) -> None:
     """The case scores what expected.toml says in every part, and nothing else is affected."""
     expectation = load_expectation(SUBMISSIONS_DIR / case)
-    graded = grades[case].result()
+    graded = _graded(graded_class, case)
     _check_consistent(graded)
     report = graded.report
     wrong = {
@@ -271,35 +256,31 @@ def test_case_scores(case: str, grades: dict[str, Future[Graded]]) -> None:
         seen = {test["outcome"] for test in report["tests"] if test["part"] == part}
         assert set(wanted) <= seen, _part_report(report, part)
     for part, phrases in (expectation.feedback or {}).items():
-        # What staff read in report.json and what the student reads in results.json.
+        # Students read the same message: it opens the test's output in results.json.
         messages = "\n".join(
             test["message"]
             for test in report["tests"]
             if test["part"] == part and test["outcome"] != "passed"
         )
-        outputs = "\n".join(
-            test["output"] for test in graded.results["tests"] if part in test["tags"]
-        )
         for phrase in phrases:
             assert phrase in messages, _part_report(report, part)
-            assert phrase in outputs, outputs[-3000:]
 
 
 @pytest.mark.slow
-def test_reference_scores_full_marks(grades: dict[str, Future[Graded]]) -> None:
-    graded = grades[REFERENCE].result()
+def test_reference_scores_full_marks(graded_class: Future[GradedClass]) -> None:
+    graded = _graded(graded_class, REFERENCE)
     _check_consistent(graded)
     report = graded.report
     # Exactly: a student must see 100 / 100, not 99.999999.
     for part, points in POINTS.items():
         assert report["parts"][part]["score"] == points, _part_report(report, part)
     assert {test["outcome"] for test in report["tests"]} <= {"passed", "skipped"}
-    assert report["score"] == report["max_score"] == graded.results["score"]
+    assert report["score"] == report["max_score"]
 
 
 @pytest.mark.slow
-def test_stubs_score_zero_everywhere(grades: dict[str, Future[Graded]]) -> None:
-    graded = grades[STUBS].result()
+def test_stubs_score_zero_everywhere(graded_class: Future[GradedClass]) -> None:
+    graded = _graded(graded_class, STUBS)
     _check_consistent(graded)
     report = graded.report
     assert report["score"] == 0
@@ -314,8 +295,6 @@ def test_stubs_score_zero_everywhere(grades: dict[str, Future[Graded]]) -> None:
         else:
             assert test["outcome"] == "skipped", test
     assert any(test["outcome"] == "error" for test in report["tests"])
-    for test in graded.results["tests"]:
-        assert test["score"] == 0, test
 
 
 def test_corpus_is_large_and_well_formed() -> None:

@@ -39,7 +39,14 @@ import torch
 
 from grader.assignment import load_assignment
 from grader.scoring import GATED_NOTE
-from tests.conftest import COURSE_ROOT, grade_to_report, run_grader_cli
+from tests.conftest import (
+    COURSE_ROOT,
+    REFERENCE_AND_STUBS,
+    GradedClass,
+    batch_grade,
+    corpus_entries_needed,
+    run_grader_cli,
+)
 from tests.test_assignment_content import (
     block_statements,
     execute_notebook,
@@ -61,11 +68,11 @@ CORPUS_DIR = Path(__file__).resolve().parent / "submissions_graphs"
 POINTS = {part.id: part.points for part in ASSIGNMENT.parts}
 PART_FILES = tuple(part.file for part in ASSIGNMENT.parts)
 CASE_NAMES = sorted(path.name for path in CORPUS_DIR.iterdir() if path.is_dir())
-REFERENCE, STUBS = "reference", "stubs"
+REFERENCE, STUBS = REFERENCE_AND_STUBS.values()
 SCORE_TOLERANCE = 1e-4
 EXPECTATION_KEYS = {"description", "scores", "feedback"}
 MAX_FIXTURE_BYTES = 100_000
-# One more grading process than cores: grading waits on the sandbox part of the time.
+# One more batch worker than cores: grading waits on the sandbox part of the time.
 WORKERS = (os.cpu_count() or 2) + 1
 
 
@@ -124,45 +131,29 @@ def assemble(name: str, dest: Path) -> Path:
 class Graded:
     process: subprocess.CompletedProcess[str]
     report: dict[str, Any]
-    results: dict[str, Any]
-
-
-def _grade(name: str, workdir: Path) -> Graded:
-    submission = assemble(name, workdir / "submission")
-    # The expectations describe CPU grading.
-    process, report, results = grade_to_report(
-        submission, workdir, "--device", "cpu", "-a", ASSIGNMENT_ID
-    )
-    return Graded(process, report, results)
-
-
-def _graded_name(item: pytest.Item) -> str | None:
-    if getattr(item, "module", None) is None or item.module.__name__ != __name__:
-        return None
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None and "case" in callspec.params:
-        return str(callspec.params["case"])
-    return {
-        "test_reference_scores_full_marks": REFERENCE,
-        "test_stubs_score_zero_everywhere": STUBS,
-    }.get(getattr(item, "originalname", ""))
 
 
 @pytest.fixture(scope="session")
-def graphs_grades(
+def graphs_class(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[dict[str, Future[Graded]]]:
-    """Start grading every submission the selected tests need; tests wait on their own."""
-    names = sorted({_graded_name(item) for item in request.session.items} - {None})
-    with ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="grade") as pool:
-        futures = {
-            name: pool.submit(_grade, name, tmp_path_factory.mktemp(f"graphs-{name}"))
-            for name in names
-            if name is not None
-        }
-        yield futures
-        for future in futures.values():
-            future.cancel()
+) -> Iterator[Future[GradedClass]]:
+    """Every submission the selected tests need, graded by one `batch` run in the background
+    (on CPU, which the expectations describe)."""
+    work = tmp_path_factory.mktemp("graphs-corpus")
+    for name in corpus_entries_needed(request.session.items, __name__):
+        assemble(name, work / "class" / name)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch") as pool:
+        future = pool.submit(
+            batch_grade, work / "class", ASSIGNMENT_ID, work / "out", workers=WORKERS
+        )
+        yield future
+        future.cancel()
+
+
+def _graded(graphs_class: Future[GradedClass], name: str) -> Graded:
+    graded = graphs_class.result()
+    assert name in graded.reports, graded.process.stderr[-3000:]
+    return Graded(graded.process, graded.reports[name])
 
 
 def _check_consistent(graded: Graded) -> None:
@@ -173,7 +164,6 @@ def _check_consistent(graded: Graded) -> None:
     assert sum(part["score"] for part in report["parts"].values()) == pytest.approx(
         report["score"], abs=SCORE_TOLERANCE
     )
-    assert graded.results["score"] == pytest.approx(report["score"], abs=SCORE_TOLERANCE)
 
 
 def _part_report(report: dict[str, Any], part: str) -> str:
@@ -188,10 +178,10 @@ def _part_report(report: dict[str, Any], part: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASE_NAMES)
-def test_case_scores(case: str, graphs_grades: dict[str, Future[Graded]]) -> None:
+def test_case_scores(case: str, graphs_class: Future[GradedClass]) -> None:
     """The case scores what expected.toml says in every part, and shows its feedback."""
     expectation = load_expectation(CORPUS_DIR / case)
-    graded = graphs_grades[case].result()
+    graded = _graded(graphs_class, case)
     _check_consistent(graded)
     report = graded.report
     wrong = [
@@ -211,8 +201,8 @@ def test_case_scores(case: str, graphs_grades: dict[str, Future[Graded]]) -> Non
 
 
 @pytest.mark.slow
-def test_reference_scores_full_marks(graphs_grades: dict[str, Future[Graded]]) -> None:
-    graded = graphs_grades[REFERENCE].result()
+def test_reference_scores_full_marks(graphs_class: Future[GradedClass]) -> None:
+    graded = _graded(graphs_class, REFERENCE)
     _check_consistent(graded)
     report = graded.report
     for part, points in POINTS.items():
@@ -222,8 +212,8 @@ def test_reference_scores_full_marks(graphs_grades: dict[str, Future[Graded]]) -
 
 
 @pytest.mark.slow
-def test_stubs_score_zero_everywhere(graphs_grades: dict[str, Future[Graded]]) -> None:
-    graded = graphs_grades[STUBS].result()
+def test_stubs_score_zero_everywhere(graphs_class: Future[GradedClass]) -> None:
+    graded = _graded(graphs_class, STUBS)
     _check_consistent(graded)
     report = graded.report
     assert report["score"] == 0
