@@ -34,24 +34,26 @@ from conftest import (
 )
 
 from grader.assignment import load_assignment
-from grader.batch import (
-    STATUS_GRADED,
-    STATUS_GRADER_ERROR,
-    STATUS_NO_FILES,
-    STATUS_NOT_GRADED,
+from grader.batch.discovery import (
     BatchItem,
     Submitter,
     _read_metadata_minimal,
     discover_submissions,
-    gradebook_rows,
-    is_up_to_date,
     read_gradescope_metadata,
-    report_path,
-    report_status,
     unique_keys,
 )
+from grader.batch.gradebook import (
+    STATUS_GRADED,
+    STATUS_GRADER_ERROR,
+    STATUS_NO_FILES,
+    STATUS_NOT_GRADED,
+    gradebook_rows,
+    report_status,
+)
+from grader.batch.resume import is_up_to_date, report_path
+from grader.batch.stats import summarize
+from grader.batch.summary import summary_html
 from grader.errors import UsageError
-from grader.summary import summarize, summary_html
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 PARTS = tuple(part.id for part in ASSIGNMENT.parts)

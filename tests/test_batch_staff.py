@@ -22,15 +22,10 @@ import torch
 from conftest import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, run_grader_cli
 
 from grader.assignment import load_assignment
-from grader.batch import (
-    CANVAS_COLUMNS,
-    CANVAS_POINTS_ROW,
-    BatchItem,
-    BatchOptions,
-    Submitter,
-    canvas_rows,
-    run_batch,
-)
+from grader.batch.discovery import BatchItem, Submitter
+from grader.batch.gradebook import CANVAS_COLUMNS, CANVAS_POINTS_ROW, canvas_rows
+from grader.batch.run import BatchOptions, run_batch
+from grader.batch.stats import summarize
 from grader.errors import UsageError
 from grader.mistakes import (
     CRASHED,
@@ -44,7 +39,6 @@ from grader.mistakes import (
     report_test_cause,
     student_failure_cause,
 )
-from grader.summary import summarize
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 PARTS = tuple(part.id for part in ASSIGNMENT.parts)
@@ -394,7 +388,7 @@ def test_the_copied_pair_ranks_first_in_its_part(small_class: SmallClass) -> Non
 
 
 def test_no_similarity_skips_it(tmp_path: Path) -> None:
-    from grader.batch import _similarity
+    from grader.batch.run import _similarity
 
     pairs, note = _similarity([], ASSIGNMENT, tmp_path, enabled=False)
     assert pairs == () and "--no-similarity" in note
@@ -404,7 +398,7 @@ def test_no_similarity_skips_it(tmp_path: Path) -> None:
 def test_the_grading_stamp_follows_the_solutions_and_hidden_tests(tmp_path: Path) -> None:
     import dataclasses
 
-    from grader.batch import grading_stamp, is_up_to_date
+    from grader.batch.resume import grading_stamp, is_up_to_date
 
     solutions = tmp_path / "solutions"
     shutil.copytree(ASSIGNMENT.solutions_dir, solutions)
