@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from grader.assignment import load_assignment  # noqa: E402
-from grader.batch.discovery import BatchItem, Submitter  # noqa: E402
+from grader.batch.discovery import BatchItem  # noqa: E402
 from grader.batch.gradebook import gradebook_rows  # noqa: E402
+from grader.batch.metadata import Submitter  # noqa: E402
 from grader.batch.stats import summarize  # noqa: E402
 from grader.batch.summary import summary_html  # noqa: E402
 

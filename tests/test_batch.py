@@ -34,14 +34,7 @@ from conftest import (
 )
 
 from grader.assignment import load_assignment
-from grader.batch.discovery import (
-    BatchItem,
-    Submitter,
-    _read_metadata_minimal,
-    discover_submissions,
-    read_gradescope_metadata,
-    unique_keys,
-)
+from grader.batch.discovery import BatchItem, discover_submissions, unique_keys
 from grader.batch.gradebook import (
     STATUS_GRADED,
     STATUS_GRADER_ERROR,
@@ -50,6 +43,7 @@ from grader.batch.gradebook import (
     gradebook_rows,
     report_status,
 )
+from grader.batch.metadata import MAX_METADATA_BYTES, Submitter, read_gradescope_metadata
 from grader.batch.resume import is_up_to_date, report_path
 from grader.batch.stats import summarize
 from grader.batch.summary import summary_html
@@ -90,27 +84,19 @@ submission_102:
 """
 
 
-def test_minimal_metadata_reader_takes_only_the_submitters() -> None:
-    people = _read_metadata_minimal(GRADESCOPE_METADATA)
-    assert people == {
+def test_metadata_with_ruby_tags_gives_the_submitters(tmp_path: Path) -> None:
+    metadata = tmp_path / "submission_metadata.yml"
+    metadata.write_text(GRADESCOPE_METADATA)
+    assert read_gradescope_metadata(metadata) == {
         "submission_101": (Submitter("Ada Lovelace", "ada@example.edu", "100"),),
         "submission_102": (
-            Submitter('=HYPERLINK(\\"http://x\\")', "one@example.edu", ""),
+            Submitter('=HYPERLINK("http://x")', "one@example.edu", ""),
             Submitter("Grace Hopper", "grace@example.edu", "201"),
         ),
     }
 
 
-def test_metadata_with_ruby_tags_falls_back_to_the_minimal_reader(tmp_path: Path) -> None:
-    metadata = tmp_path / "submission_metadata.yml"
-    metadata.write_text(GRADESCOPE_METADATA)
-    people = read_gradescope_metadata(metadata)
-    assert [s.name for s in people["submission_101"]] == ["Ada Lovelace"]
-    assert [s.email for s in people["submission_102"]] == ["one@example.edu", "grace@example.edu"]
-
-
-def test_safe_yaml_reads_plain_gradescope_metadata(tmp_path: Path) -> None:
-    pytest.importorskip("yaml")
+def test_plain_gradescope_metadata_reads_numbers_as_text(tmp_path: Path) -> None:
     metadata = tmp_path / "submission_metadata.yml"
     metadata.write_text(
         "submission_7:\n  :submitters:\n  - :name: Alan Turing\n    :email: alan@example.edu\n"
@@ -119,6 +105,80 @@ def test_safe_yaml_reads_plain_gradescope_metadata(tmp_path: Path) -> None:
     assert read_gradescope_metadata(metadata) == {
         "submission_7": (Submitter("Alan Turing", "alan@example.edu", "7"),)
     }
+
+
+def laughs(levels: int = 9) -> str:
+    """YAML whose last alias stands for 10**levels strings (a billion laughs)."""
+    lines = ["l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+# Each file is refused or read for what it holds without expanding anything; none can stop the
+# batch. `reason`: a phrase of the warning, where the file gives no metadata at all.
+HOSTILE_METADATA = {
+    "billion-laughs": (
+        laughs()
+        + "alice:\n  :submitters: *l9\n"
+        + "bob:\n  :submitters:\n  - :name: *l9\n    :email: bob@example.edu\n    :sid: *l8\n"
+        + "carol:\n  :submitters:\n  - *l9\n  - :name: Carol\n",
+        {
+            "alice": (),
+            "bob": (Submitter("", "bob@example.edu", ""),),
+            "carol": (Submitter("Carol"),),
+        },
+        "",
+    ),
+    "merge-key-bomb": (
+        "a0: &a0 {k: 1}\n"
+        + "".join(
+            f"a{i}: &a{i} {{<<: [*a{i - 1}, *a{i - 1}, *a{i - 1}], k{i}: 1}}\n"
+            for i in range(1, 30)
+        ),
+        {},
+        "merge keys",
+    ),
+    "deep-nesting": ("alice: " + "[" * 200_000 + "]" * 200_000 + "\n", {}, "not metadata"),
+    "python-object-tag": (
+        "alice: !!python/object/apply:os.system ['touch pwned']\n",
+        {},
+        "ConstructorError",
+    ),
+    "wrong-types": (
+        "alice: [1, 2]\n"
+        + "bob:\n  :submitters: a string\n"
+        + "carol:\n  :submitters:\n  - [a, list]\n  - :name: {a: mapping}\n    :sid: 12\n"
+        + "? [a, key]\n: x\n",
+        {},
+        "ConstructorError",
+    ),
+    "not-a-mapping": ("- alice\n- bob\n", {}, "not a mapping"),
+    "not-yaml": ("alice: [unclosed\n  :submitters: {\n", {}, "not metadata"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_METADATA))
+def test_hostile_metadata_is_read_as_bounded_data(
+    case: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text, expected, reason = HOSTILE_METADATA[case]
+    metadata = tmp_path / "submission_metadata.yml"
+    metadata.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    assert read_gradescope_metadata(metadata) == expected
+    assert not (tmp_path / "pwned").exists()
+    if reason:
+        assert reason in caplog.text and "named by their submissions" in caplog.text
+
+
+def test_metadata_over_the_size_limit_is_not_parsed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    metadata = tmp_path / "submission_metadata.yml"
+    with metadata.open("wb") as handle:  # sparse: costs no disk
+        handle.truncate(MAX_METADATA_BYTES + 1)
+    assert read_gradescope_metadata(metadata) == {}
+    assert "over the" in caplog.text
 
 
 def test_discovers_a_gradescope_export_inside_its_unzipped_folder(tmp_path: Path) -> None:
@@ -131,7 +191,7 @@ def test_discovers_a_gradescope_export_inside_its_unzipped_folder(tmp_path: Path
         ("submission_101", "Ada Lovelace", "ada@example.edu"),
         (
             "submission_102",
-            '=HYPERLINK(\\"http://x\\"); Grace Hopper',
+            '=HYPERLINK("http://x"); Grace Hopper',
             "one@example.edu; grace@example.edu",
         ),
         ("submission_103", "submission_103", ""),
@@ -743,7 +803,8 @@ def only(*parts: str) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def tricky_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrickyBatch]:
     """Entries whose keys once collided, a name that is not UTF-8, names of the batch's own
-    outputs, and messages with lone surrogates and 15 MB of text; graded, then run again."""
+    outputs, messages with lone surrogates and 15 MB of text, and hostile export metadata;
+    graded, then run again."""
     base = tmp_path_factory.mktemp("tricky")
     root, out = base / "submissions", base / "grading-out"
     root.mkdir()
@@ -779,6 +840,10 @@ def tricky_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrickyBat
         handle.write("\n" + attack)
     # pick_device and matmul_tflops fail; peak_tflops passes: 3 of 9 weighted points.
     expected[b"giant-message"] = {**only(*PARTS), "device_benchmark": 10 * 3 / 9}
+    # Hostile export metadata: a billion laughs, and a name that is one of them.
+    (root / "submission_metadata.yml").write_text(
+        laughs() + "giant-message:\n  :submitters:\n  - :name: *l9\n    :email: g@example.edu\n"
+    )
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GRADER_TEST_TIMEOUT_S", TEST_TIMEOUT_S)
         first = run_grader_cli(*batch_args(root, out))
@@ -805,6 +870,9 @@ def test_every_tricky_entry_gets_its_own_correct_row(tricky_batch: TrickyBatch) 
     summary = json.loads((tricky_batch.out / "summary.json").read_text())
     assert summary["counted"] == len(rows) and summary["grader_errors"] == 0
     assert json.loads((tricky_batch.out / "batch.json").read_text())["seed"] == SEED
+    # The metadata was read for what it holds (an email); the laughs were never expanded.
+    giant = rows["giant-message"]
+    assert (giant["student"], giant["email"]) == ("giant-message", "g@example.edu")
 
 
 @pytest.mark.slow

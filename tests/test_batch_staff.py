@@ -22,8 +22,9 @@ import torch
 from conftest import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, run_grader_cli
 
 from grader.assignment import load_assignment
-from grader.batch.discovery import BatchItem, Submitter
+from grader.batch.discovery import BatchItem
 from grader.batch.gradebook import CANVAS_COLUMNS, CANVAS_POINTS_ROW, canvas_rows
+from grader.batch.metadata import Submitter
 from grader.batch.run import BatchOptions, run_batch
 from grader.batch.stats import summarize
 from grader.errors import UsageError

@@ -5,36 +5,20 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from grader.assignment import Assignment
+from grader.batch.metadata import METADATA_FILE, Submitter, read_gradescope_metadata
 from grader.errors import UsageError
-from grader.results import MAX_NAME_CHARS
-from grader.safetext import clean_name, entry_key, hashed_entry_key
+from grader.safetext import entry_key, hashed_entry_key
 from grader.submission import JUNK_DIRS
 
 log = logging.getLogger(__name__)
 
 
-METADATA_FILE = "submission_metadata.yml"
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
-
-
-@dataclass(frozen=True)
-class Submitter:
-    """A person named in Gradescope's metadata; every field is the student's own text."""
-
-    name: str
-    email: str = ""
-    sid: str = ""
-
-    def __post_init__(self) -> None:
-        for name in ("name", "email", "sid"):
-            object.__setattr__(self, name, clean_name(getattr(self, name), MAX_NAME_CHARS))
 
 
 @dataclass(frozen=True)
@@ -54,108 +38,6 @@ class BatchItem:
     @property
     def email(self) -> str:
         return "; ".join(s.email for s in self.submitters if s.email)
-
-
-def read_gradescope_metadata(path: Path) -> dict[str, tuple[Submitter, ...]]:
-    """Submission folder -> its submitters, from Gradescope's `submission_metadata.yml`.
-
-    Parsed as data only: PyYAML's safe loader where it is installed, else a reader that
-    understands just the submitters' names, emails and ids. Never executes anything.
-    """
-    text = path.read_text(encoding="utf-8", errors="replace")
-    try:
-        import yaml
-
-        data = yaml.safe_load(text)
-    except ImportError:
-        return _read_metadata_minimal(text)
-    except Exception as error:  # e.g. Ruby object tags the safe loader refuses
-        log.debug("%s: safe YAML loading failed (%s); reading it line by line", path, error)
-        return _read_metadata_minimal(text)
-    if not isinstance(data, dict):
-        return {}
-    people: dict[str, tuple[Submitter, ...]] = {}
-    for folder, entry in data.items():
-        if not isinstance(entry, dict):
-            continue
-        entry = {str(k).lstrip(":"): v for k, v in entry.items()}
-        submitters = entry.get("submitters")
-        if not isinstance(submitters, list):
-            continue
-        found = []
-        for person in submitters:
-            if isinstance(person, dict):
-                fields = {str(k).lstrip(":"): v for k, v in person.items()}
-                found.append(
-                    Submitter(
-                        name=_text(fields.get("name")),
-                        email=_text(fields.get("email")),
-                        sid=_text(fields.get("sid")),
-                    )
-                )
-        people[str(folder)] = tuple(found)
-    return people
-
-
-def _text(value: Any) -> str:
-    return "" if value is None else str(value).strip()
-
-
-_TOP_KEY = re.compile(r"""^(['"]?)([^'"]+?)\1:\s*$""")
-_SUBMITTERS = re.compile(r"^:?submitters:\s*$")
-_PERSON_FIELD = re.compile(r"^:?(name|email|sid):\s*(.*?)\s*$")
-
-
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
-
-
-def _read_metadata_minimal(text: str) -> dict[str, tuple[Submitter, ...]]:
-    """Read only `folder: / :submitters: / - :name: ...` from Gradescope's export metadata."""
-    people: dict[str, list[dict[str, str]]] = {}
-    folder: str | None = None
-    list_indent: int | None = None  # indent of the submitters' "- " lines
-    field_indent = -1
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        indent = len(raw) - len(raw.lstrip(" "))
-        if indent == 0:
-            match = _TOP_KEY.match(line)
-            folder = match.group(2) if match else None
-            if folder is not None:
-                people[folder] = []
-            list_indent = None
-            continue
-        if folder is None:
-            continue
-        if list_indent is None:
-            if _SUBMITTERS.match(line):
-                list_indent = -1  # known once the first "- " line arrives
-            continue
-        if line.startswith("-") and (list_indent in (-1, indent)):
-            list_indent = indent
-            people[folder].append({})
-            line = line[1:].strip()
-            field_indent = indent + 2
-        elif list_indent >= 0 and (indent < list_indent or indent == list_indent):
-            list_indent = None  # the submitters list ended
-            continue
-        elif indent != field_indent:
-            continue
-        match = _PERSON_FIELD.match(line)
-        if match and people[folder]:
-            people[folder][-1][match.group(1)] = _unquote(match.group(2))
-    return {
-        key: tuple(
-            Submitter(name=p.get("name", ""), email=p.get("email", ""), sid=p.get("sid", ""))
-            for p in found
-        )
-        for key, found in people.items()
-    }
 
 
 def _export_root(root: Path) -> Path:

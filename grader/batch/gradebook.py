@@ -11,7 +11,8 @@ from typing import Any
 
 from grader.assignment import Assignment
 from grader.atomic import write_text_atomic
-from grader.batch.discovery import BatchItem, Submitter
+from grader.batch.discovery import BatchItem
+from grader.batch.metadata import Submitter
 
 log = logging.getLogger(__name__)
 
