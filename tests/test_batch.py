@@ -48,6 +48,7 @@ from grader.batch.resume import is_up_to_date, report_path
 from grader.batch.stats import summarize
 from grader.batch.summary import summary_html
 from grader.errors import UsageError
+from grader.report import Report, report_from_dict
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 PARTS = tuple(part.id for part in ASSIGNMENT.parts)
@@ -57,6 +58,11 @@ SEED = 4242
 # The per-test time limit inside these batches: the sleeping submission costs this once.
 TEST_TIMEOUT_S = "10"
 ASSIGNMENT_STUBS = COURSE_ROOT / "assignments" / "pytorch_basics"
+
+
+def typed(reports: dict[str, dict[str, Any] | None]) -> dict[str, Report | None]:
+    """The reports as the batch holds them, read back from report.json's data."""
+    return {key: None if data is None else report_from_dict(data) for key, data in reports.items()}
 
 
 # -- discovery and Gradescope metadata (fast) ------------------------------------------------
@@ -292,12 +298,12 @@ def fake_report(scores: dict[str, float], *, seed: int = 1, **extra: Any) -> dic
 def test_a_report_is_reused_only_for_the_same_submission_seed_and_assignment() -> None:
     report = fake_report({"manual_backprop": 20.0})
     same = {"assignment": ASSIGNMENT, "seed": 1, "device": "auto", "fingerprint": "abc"}
-    assert is_up_to_date(report, **same)
-    assert not is_up_to_date(report, **{**same, "fingerprint": "changed"})
-    assert not is_up_to_date(report, **{**same, "fingerprint": ""})
-    assert not is_up_to_date(report, **{**same, "seed": 2})
-    assert not is_up_to_date(report, **{**same, "device": "cuda"})
-    assert not is_up_to_date({**report, "grader_error": "worker died"}, **same)
+    assert is_up_to_date(report_from_dict(report), **same)
+    assert not is_up_to_date(report_from_dict(report), **{**same, "fingerprint": "changed"})
+    assert not is_up_to_date(report_from_dict(report), **{**same, "fingerprint": ""})
+    assert not is_up_to_date(report_from_dict(report), **{**same, "seed": 2})
+    assert not is_up_to_date(report_from_dict(report), **{**same, "device": "cuda"})
+    assert not is_up_to_date(report_from_dict({**report, "grader_error": "worker died"}), **same)
     assert not is_up_to_date(None, **same)
 
 
@@ -308,12 +314,12 @@ def test_gradebook_rows_follow_reports_and_defuse_formulas() -> None:
         BatchItem("s3", Path("s3")),
         BatchItem("s4", Path("s4")),
     ]
-    reports = {
+    reports: dict[str, dict[str, Any] | None] = {
         "s1": fake_report({"manual_backprop": 20.0, "autograd_loop": 7.5}),
         "s2": fake_report({}, submission={"sha256": "", "files": []}),
         "s3": fake_report({}, grader_error="the worker stopped"),
     }
-    rows = gradebook_rows(items, reports, ASSIGNMENT)
+    rows = gradebook_rows(items, typed(reports), ASSIGNMENT)
     assert rows[0]["student"] == "'=cmd|' /C calc'!A0"
     assert (rows[0]["total"], rows[0]["manual_backprop"], rows[0]["autograd_loop"]) == (
         "27.5",
@@ -339,7 +345,7 @@ def test_summary_counts_graded_submissions_and_ranks_failures() -> None:
         "s3": fake_report({"manual_backprop": 20.0}, grader_error="worker died"),
         "s4": None,
     }
-    summary = summarize(ASSIGNMENT, items, reports)
+    summary = summarize(ASSIGNMENT, items, typed(reports))
     assert (summary.counted, summary.grader_errors, summary.not_graded) == (3, 1, 1)
     backprop, autograd = summary.parts[0], summary.parts[1]
     assert (backprop.mean, backprop.median, backprop.full_marks_rate) == (13.3333, 20.0, 0.6667)
@@ -351,7 +357,7 @@ def test_summary_counts_graded_submissions_and_ranks_failures() -> None:
         "autograd_loop differs from the reference.",
         2,
     )
-    page = summary_html(summary, gradebook_rows(items, reports, ASSIGNMENT))
+    page = summary_html(summary, gradebook_rows(items, typed(reports), ASSIGNMENT))
     assert "<svg" in page and "13.33" in page and "13.3333" not in page
     # Offline: nothing fetched (the SVG namespace is a name, not a request).
     assert "<script" not in page and "src=" not in page and "<link" not in page
@@ -363,7 +369,8 @@ def test_summary_html_escapes_student_text() -> None:
     report["tests"][0]["message"] = "<script>alert(1)</script>"
     reports: dict[str, dict[str, Any] | None] = {"s0": report}
     page = summary_html(
-        summarize(ASSIGNMENT, items, reports), gradebook_rows(items, reports, ASSIGNMENT)
+        summarize(ASSIGNMENT, items, typed(reports)),
+        gradebook_rows(items, typed(reports), ASSIGNMENT),
     )
     assert "<script>" not in page and "<img src=x" not in page
     assert "&lt;script&gt;" in page
@@ -693,7 +700,10 @@ def test_every_submission_gets_its_expected_part_scores(class_batch: ClassBatch)
             if not meets(scores[part], part, expectation.get(part, "zero")):
                 wrong[f"{key}:{part}"] = (scores[part], expectation.get(part, "zero"))
     assert not wrong
-    statuses = {key: report_status(class_batch.report(key)) for key in class_batch.expected}
+    statuses = {
+        key: report_status(report_from_dict(class_batch.report(key)))
+        for key in class_batch.expected
+    }
     assert {key for key, s in statuses.items() if s == STATUS_NO_FILES} == {
         "16-empty-folder",
         "17-binary-file",
@@ -711,7 +721,7 @@ def test_gradebook_rows_match_each_report(class_batch: ClassBatch) -> None:
         # The gradebook rounds to 2 decimals.
         assert float(row["total"]) == pytest.approx(report["score"], abs=0.005)
         assert {p: float(row[p]) for p in PARTS} == pytest.approx(part_scores(report), abs=0.005)
-        assert row["status"] == report_status(report)
+        assert row["status"] == report_status(report_from_dict(report))
     # The forger could not touch another student's report or the gradebook.
     victim = class_batch.report("01-correct-folder")
     assert victim["seed"] == SEED and len(victim["tests"]) > 30

@@ -5,21 +5,20 @@ from __future__ import annotations
 import csv
 import io
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from grader.assignment import Assignment
 from grader.atomic import write_text_atomic
 from grader.batch.discovery import BatchItem
 from grader.batch.metadata import Submitter
+from grader.report import Report
 
 log = logging.getLogger(__name__)
 
 
 REGRADE_DIFF_FILE = "regrade-diff.csv"
-
-Report = dict[str, Any]
 
 
 def points(value: float) -> str:
@@ -38,10 +37,9 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 def report_status(report: Report | None) -> str:
     if report is None:
         return STATUS_NOT_GRADED
-    if report.get("grader_error"):
+    if report.result.grader_error:
         return STATUS_GRADER_ERROR
-    submission = report.get("submission")
-    if not isinstance(submission, dict) or not submission.get("files"):
+    if not report.result.submission.files:
         return STATUS_NO_FILES
     return STATUS_GRADED
 
@@ -52,21 +50,20 @@ def _cell(text: str) -> str:
 
 
 def gradebook_rows(
-    items: list[BatchItem], reports: dict[str, Report | None], assignment: Assignment
+    items: list[BatchItem], reports: Mapping[str, Report | None], assignment: Assignment
 ) -> list[dict[str, str]]:
     rows = []
     for item in sorted(items, key=lambda i: i.key):
         report = reports.get(item.key)
-        parts = report.get("parts", {}) if report else {}
         row = {
             "student": _cell(item.student),
             "email": _cell(item.email),
             "submission": _cell(item.key),
-            "total": points(float(report["score"])) if report else "",
+            "total": points(report.result.score) if report else "",
         }
         for part in assignment.parts:
-            entry = parts.get(part.id) if isinstance(parts, dict) else None
-            row[part.id] = points(float(entry["score"])) if isinstance(entry, dict) else ""
+            entry = report.part(part.id) if report else None
+            row[part.id] = points(entry.score) if entry else ""
         row["status"] = report_status(report)
         rows.append(row)
     return rows
@@ -88,7 +85,7 @@ CANVAS_POINTS_ROW = "    Points Possible"
 
 
 def canvas_rows(
-    items: list[BatchItem], reports: dict[str, Report | None], assignment: Assignment
+    items: list[BatchItem], reports: Mapping[str, Report | None], assignment: Assignment
 ) -> list[list[str]]:
     """Canvas's gradebook import layout: one row per student, a group's score on each member.
 
@@ -102,7 +99,7 @@ def canvas_rows(
     for item in sorted(items, key=lambda i: i.key):
         report = reports.get(item.key)
         status = report_status(report)
-        score = points(float(report["score"])) if report and status != STATUS_GRADER_ERROR else ""
+        score = points(report.result.score) if report and status != STATUS_GRADER_ERROR else ""
         for person in item.submitters or (Submitter(name=item.key),):
             name = _cell(person.name or item.key)
             rows.append([name, "", _cell(person.sid), _cell(person.email), "", score])
@@ -135,10 +132,7 @@ class ScoreChange:
 
 def score_change(item: BatchItem, before: Report, after: Report) -> ScoreChange:
     def part_scores(report: Report) -> dict[str, float]:
-        parts = report.get("parts")
-        if not isinstance(parts, dict):
-            return {}
-        return {str(k): float(v.get("score", 0.0)) for k, v in parts.items() if isinstance(v, dict)}
+        return {part.id: part.score for part in report.result.parts}
 
     old, new = part_scores(before), part_scores(after)
     changed = {
@@ -146,9 +140,7 @@ def score_change(item: BatchItem, before: Report, after: Report) -> ScoreChange:
         for part in sorted(set(old) | set(new))
         if abs(old.get(part, 0.0) - new.get(part, 0.0)) >= 0.005
     }
-    return ScoreChange(
-        item.key, item.student, float(before["score"]), float(after["score"]), changed
-    )
+    return ScoreChange(item.key, item.student, before.result.score, after.result.score, changed)
 
 
 def write_regrade_diff(path: Path, changes: list[ScoreChange]) -> None:

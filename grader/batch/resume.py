@@ -14,8 +14,7 @@ from typing import Any
 from grader.assignment import Assignment
 from grader.batch.discovery import BatchItem
 from grader.errors import SubmissionError
-from grader.results import MAX_DETAIL_CHARS
-from grader.safetext import clean_data
+from grader.report import Report, read_report
 from grader.submission import prepare_submission
 
 log = logging.getLogger(__name__)
@@ -28,20 +27,18 @@ REPORTS_DIR = "reports"
 # Files under the solutions folder that decide scores: the reference and the hidden suites.
 GRADING_SUFFIXES = (".py", ".toml", ".json", ".pt")
 
-Report = dict[str, Any]
-
 
 def report_path(out_dir: Path, item: BatchItem) -> Path:
     return out_dir / REPORTS_DIR / item.key / REPORT_NAME
 
 
-def read_report(path: Path) -> Report | None:
-    """A JSON object from disk, every string in it safe to write again; None if unreadable."""
+def read_state(path: Path) -> dict[str, Any]:
+    """The batch.json of the batch being resumed; {} if there is none or it is not one."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    return clean_data(data, MAX_DETAIL_CHARS) if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def submission_fingerprint(path: Path, assignment: Assignment) -> str:
@@ -83,18 +80,17 @@ def is_up_to_date(
     stamp: dict[str, str] | None = None,
 ) -> bool:
     """Whether a report on disk already grades this very submission the way we would now."""
-    if report is None or report.get("grader_error"):
+    if report is None or report.result.grader_error:
         return False
-    if stamp is not None and any(report.get(key) != value for key, value in stamp.items()):
+    if stamp is not None and any(report.stamp.get(key) != value for key, value in stamp.items()):
         return False
-    submission = report.get("submission")
+    result = report.result
     return (
-        report.get("assignment") == assignment.id
-        and report.get("seed") == seed
-        and (device == "auto" or report.get("device") == device)
-        and isinstance(submission, dict)
+        result.assignment == assignment.id
+        and result.seed == seed
+        and (device == "auto" or result.device == device)
         and bool(fingerprint)
-        and submission.get("sha256") == fingerprint
+        and result.submission.sha256 == fingerprint
     )
 
 
@@ -134,7 +130,7 @@ def plan(
     earlier: dict[str, Report] = {}
     for item in items:
         existing = read_report(report_path(out_dir, item))
-        if existing is not None and not existing.get("grader_error"):
+        if existing is not None and not existing.result.grader_error:
             earlier[item.key] = existing
         if force:
             existing = None

@@ -40,19 +40,21 @@ from grader.batch.gradebook import (
     write_gradebook,
     write_regrade_diff,
 )
-from grader.batch.resume import Report, batch_seed, grading_stamp, plan, read_report, report_path
+from grader.batch.resume import Plan, batch_seed, grading_stamp, plan, read_state, report_path
 from grader.batch.stats import summarize
 from grader.batch.summary import write_summary
 from grader.batch.workers import (
+    EXECUTORS,
     SCRATCH_PREFIX,
-    LocalExecutor,
-    RayExecutor,
+    ReportData,
     WorkerConfig,
     crashed_report,
     first_line,
+    make_executor,
     require_ray,
 )
 from grader.errors import UsageError
+from grader.report import Report, report_from_dict
 from grader.results import MAX_DETAIL_CHARS
 from grader.safetext import clean_data
 from grader.similarity import MIN_SHARE, SimilarPair, class_similarity
@@ -62,7 +64,6 @@ log = logging.getLogger(__name__)
 
 STATE_FILE = "batch.json"
 SIMILARITY_FILE = "similarity.json"
-EXECUTORS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
         require_ray()  # before anything is read, started or printed
     out_dir = options.out_dir.resolve()
     items = discover_submissions(options.root, assignment, exclude=(out_dir,))
-    state = read_report(out_dir / STATE_FILE) or {}
+    state = read_state(out_dir / STATE_FILE)
     seed = batch_seed(state, assignment, options.seed)
     stamp = grading_stamp(assignment)
     start = plan(
@@ -186,57 +187,12 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
         force=options.force,
         stamp=stamp,
     )
-    reports, todo, earlier = start.reports, start.todo, start.earlier
-    changes: list[ScoreChange] = []
-    outcome = BatchOutcome(items=items, skipped=sorted(reports), seed=seed)
-    console.print(
-        Text(
-            f"{len(items)} submissions under {options.root} · {len(reports)} already graded"
-            + (" (use --force to regrade them)" if reports else "")
-            + f" · {len(todo)} to grade with {options.workers} {options.executor} worker(s)"
-            + (
-                f" ({len(earlier)} graded before: their changes go to {REGRADE_DIFF_FILE})"
-                if earlier
-                else ""
-            )
-            + f" · seed {seed}"
-        )
-    )
+    console.print(Text(_opening_line(options, len(items), start, seed)))
     progress = _progress(console)
-    task = progress.add_task("grading", total=len(todo))
-
-    def on_done(item: BatchItem, report: Report) -> None:
-        try:
-            report = {**clean_data(report, MAX_DETAIL_CHARS), **stamp}
-            write_json_atomic(report_path(out_dir, item), report)
-        except Exception as error:  # this submission's row says so; the batch goes on
-            log.exception("could not record the report of %s", item.key)
-            report = crashed_report(
-                assignment,
-                f"The grader could not record this submission's report: {first_line(error)}",
-                seed=seed,
-                device=options.device,
-            )
-            with contextlib.suppress(Exception):
-                write_json_atomic(report_path(out_dir, item), report)
-        reports[item.key] = report
-        status = report_status(report)
-        (outcome.failed if status == STATUS_GRADER_ERROR else outcome.graded).append(item.key)
-        progress.console.print(
-            Text(
-                f"{item.key}: {report['score']:g} / {report['max_score']:g}  {status}  "
-                f"({report.get('duration_s') or 0:.1f} s)",
-                style="red" if status == STATUS_GRADER_ERROR else "",
-            )
-        )
-        before = earlier.get(item.key)
-        if before is not None and status != STATUS_GRADER_ERROR:
-            change = score_change(item, before, report)
-            changes.append(change)
-            if change.parts or abs(change.after - change.before) >= 0.005:
-                progress.console.print(Text(change.line(), style="yellow"))
-        progress.advance(task)
-
+    recorder = _Recorder(
+        out_dir, assignment, start, seed=seed, device=options.device, stamp=stamp, progress=progress
+    )
+    outcome = BatchOutcome(items=items, skipped=sorted(start.reports), seed=seed)
     hide = tuple(str(p) for p in (options.root.resolve(), out_dir) if _safe_to_hide(p))
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -246,25 +202,26 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
                 {"version": 1, "assignment": assignment.id, "seed": seed, "scratch": str(scratch)},
             )
             config = WorkerConfig(assignment.id, options.device, seed, hide, str(scratch))
-            executor: LocalExecutor | RayExecutor
-            if options.executor == "ray":
-                executor = RayExecutor(
-                    config, assignment, workers=options.workers, address=options.address
-                )
-            else:
-                executor = LocalExecutor(
-                    config, assignment, workers=options.workers, log_dir=out_dir / ".logs"
-                )
-            if todo:
+            executor = make_executor(
+                options.executor,
+                config,
+                assignment,
+                workers=options.workers,
+                address=options.address,
+                log_dir=out_dir / ".logs",
+            )
+            if start.todo:
                 with progress:
-                    executor.run(todo, on_done)
+                    executor.run(start.todo, recorder)
     finally:
+        outcome.graded, outcome.failed = recorder.graded, recorder.failed
+        reports = recorder.reports
         rows = gradebook_rows(items, reports, assignment)
         write_gradebook(options.csv_path, rows, assignment)
         canvas_path = options.csv_path.with_name(CANVAS_FILE)
         write_canvas_gradebook(canvas_path, canvas_rows(items, reports, assignment))
-        if changes:
-            write_regrade_diff(out_dir / REGRADE_DIFF_FILE, changes)
+        if recorder.changes:
+            write_regrade_diff(out_dir / REGRADE_DIFF_FILE, recorder.changes)
     pairs, note = _similarity(items, assignment, out_dir, enabled=options.similarity)
     ordered = sorted(items, key=lambda i: i.key)
     write_summary(
@@ -283,3 +240,85 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
         )
     )
     return outcome
+
+
+def _opening_line(options: BatchOptions, found: int, start: Plan, seed: int) -> str:
+    standing, earlier = len(start.reports), len(start.earlier)
+    return (
+        f"{found} submissions under {options.root} · {standing} already graded"
+        + (" (use --force to regrade them)" if standing else "")
+        + f" · {len(start.todo)} to grade with {options.workers} {options.executor} worker(s)"
+        + (
+            f" ({earlier} graded before: their changes go to {REGRADE_DIFF_FILE})"
+            if earlier
+            else ""
+        )
+        + f" · seed {seed}"
+    )
+
+
+class _Recorder:
+    """The executors' `on_done`: writes each report as it arrives, says how it went, and
+    keeps what the gradebook, the summary and the regrade diff are built from."""
+
+    def __init__(
+        self,
+        out_dir: Path,
+        assignment: Assignment,
+        start: Plan,
+        *,
+        seed: int,
+        device: str,
+        stamp: dict[str, str],
+        progress: Progress,
+    ) -> None:
+        self.out_dir, self.assignment = out_dir, assignment
+        self.seed, self.device, self.stamp = seed, device, stamp
+        self.reports: dict[str, Report | None] = dict(start.reports)
+        self.earlier = start.earlier
+        self.changes: list[ScoreChange] = []
+        self.graded: list[str] = []
+        self.failed: list[str] = []
+        self.progress = progress
+        self.task = progress.add_task("grading", total=len(start.todo))
+
+    def __call__(self, item: BatchItem, data: ReportData) -> None:
+        report = self._record(item, data)
+        self.reports[item.key] = report
+        status = report_status(report)
+        (self.failed if status == STATUS_GRADER_ERROR else self.graded).append(item.key)
+        result = report.result
+        self.progress.console.print(
+            Text(
+                f"{item.key}: {result.score:g} / {result.max_score:g}  {status}  "
+                f"({result.duration_s:.1f} s)",
+                style="red" if status == STATUS_GRADER_ERROR else "",
+            )
+        )
+        before = self.earlier.get(item.key)
+        if before is not None and status != STATUS_GRADER_ERROR:
+            change = score_change(item, before, report)
+            self.changes.append(change)
+            if change.parts or abs(change.after - change.before) >= 0.005:
+                self.progress.console.print(Text(change.line(), style="yellow"))
+        self.progress.advance(self.task)
+
+    def _record(self, item: BatchItem, data: ReportData) -> Report:
+        """Check and write one report; a report that cannot be is this submission's error."""
+        path = report_path(self.out_dir, item)
+        try:
+            data = {**clean_data(data, MAX_DETAIL_CHARS), **self.stamp}
+            report = report_from_dict(data)
+            write_json_atomic(path, data)
+            return report
+        except Exception as error:  # this submission's row says so; the batch goes on
+            log.exception("could not record the report of %s", item.key)
+            data = crashed_report(
+                self.assignment,
+                f"The grader could not record this submission's report: {first_line(error)}",
+                seed=self.seed,
+                device=self.device,
+            )
+            with contextlib.suppress(Exception):
+                write_json_atomic(path, data)
+            return report_from_dict(data)

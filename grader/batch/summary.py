@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -26,6 +25,8 @@ from grader.batch.pages import (
 )
 from grader.batch.stats import FAILED_OUTCOMES, BatchSummary, MistakeCluster, summary_dict
 from grader.mistakes import CAUSES
+from grader.report import Report
+from grader.results import TestResult
 from grader.similarity import SimilarPair, similarity_html
 
 HISTOGRAM_BINS = 10
@@ -206,55 +207,50 @@ def _percent(rate: float) -> str:
     return f"{rate * 100:.0f}%"
 
 
-def student_html(key: str, student: str, report: dict[str, Any] | None) -> str:
+def student_html(key: str, student: str, report: Report | None) -> str:
     """A staff page with one submission's full feedback: every test, its message and output."""
     title = f"{student} ({key})" if student != key else key
     if report is None:
         return page_html(
             title, "<p>Not graded yet.</p><p><a href='../summary.html'>summary</a></p>"
         )
+    result = report.result
     parts_table = html_table(
         ["part", "score", "max", "source", "problem"],
         (
-            [
-                str(part_id),
-                points(float(entry.get("score", 0))),
-                points(float(entry.get("max_score", 0))),
-                str(entry.get("source", "")),
-                str(entry.get("problem", "")),
-            ]
-            for part_id, entry in (report.get("parts") or {}).items()
-            if isinstance(entry, dict)
+            [part.id, points(part.score), points(part.max_score), part.source, part.problem]
+            for part in result.parts
         ),
         classes={1: "num", 2: "num", 4: "msg"},
     )
-    tests = []
-    for test in report.get("tests", []):
-        outcome = str(test.get("outcome", ""))
-        style = "pass" if outcome == "passed" else "fail" if outcome in FAILED_OUTCOMES else ""
-        cause = f" · {test['cause']}" if test.get("cause") else ""
-        block = (
-            f"<h3 class={style}>{html.escape(str(test.get('part', '')))} · "
-            f"{html.escape(str(test.get('name', '')))}: {html.escape(outcome + cause)} "
-            f"({points(float(test.get('score') or 0))} / "
-            f"{points(float(test.get('max_score') or 0))})</h3>"
-        )
-        for field, label in (("message", ""), ("output", "printed"), ("detail", "staff detail")):
-            text = test.get(field)
-            if text:
-                heading = f"<p class=meta>{label}</p>" if label else ""
-                block += f"{heading}<pre>{html.escape(str(text))}</pre>"
-        tests.append(block)
-    error = report.get("grader_error")
+    tests = "".join(_test_html(test) for test in result.tests)
+    error = result.grader_error
     body = (
         "<p><a href='../summary.html'>back to the summary</a></p>"
-        f"<p>Score {points(float(report.get('score', 0)))} of "
-        f"{points(float(report.get('max_score', 0)))} · seed {html.escape(str(report.get('seed')))}"
-        "</p>"
-        + (f"<p class=fail>Grader error:</p><pre>{html.escape(str(error))}</pre>" if error else "")
-        + f"<h2>Parts</h2>{parts_table}<h2>Tests</h2>{''.join(tests)}"
+        f"<p>Score {points(result.score)} of {points(result.max_score)} · seed {result.seed}</p>"
+        + (f"<p class=fail>Grader error:</p><pre>{html.escape(error)}</pre>" if error else "")
+        + f"<h2>Parts</h2>{parts_table}<h2>Tests</h2>{tests}"
     )
     return page_html(title, body)
+
+
+def _test_html(test: TestResult) -> str:
+    outcome = test.outcome
+    style = "pass" if outcome == "passed" else "fail" if outcome in FAILED_OUTCOMES else ""
+    cause = f" · {test.cause}" if test.cause else ""
+    block = (
+        f"<h3 class={style}>{html.escape(test.part)} · {html.escape(test.name)}: "
+        f"{html.escape(outcome + cause)} ({points(test.score)} / {points(test.max_score)})</h3>"
+    )
+    for text, label in (
+        (test.message, ""),
+        (test.output, "printed"),
+        (test.detail, "staff detail"),
+    ):
+        if text:
+            heading = f"<p class=meta>{label}</p>" if label else ""
+            block += f"{heading}<pre>{html.escape(text)}</pre>"
+    return block
 
 
 def print_summary(summary: BatchSummary, console: Console) -> None:
@@ -297,7 +293,7 @@ def write_summary(
     out_dir: Path,
     console: Console,
     *,
-    students: Sequence[tuple[str, str, dict[str, Any] | None]] = (),
+    students: Sequence[tuple[str, str, Report | None]] = (),
     similarity: Sequence[SimilarPair] = (),
     similarity_note: str = "",
 ) -> None:

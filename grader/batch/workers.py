@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from grader.assignment import COURSE_ROOT, Assignment, load_assignment
 from grader.batch.discovery import BatchItem
@@ -43,7 +43,8 @@ STOP_TIMEOUT_S = 10.0
 POLL_S = 5.0
 PR_SET_PDEATHSIG = 1
 
-Report = dict[str, Any]
+# report.json's data as `grader.report.report_dict` builds it: what workers send back.
+ReportData = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ class GradingWorker:
         # Every submission here is graded with the same seed and reference.
         self.reference_cache = ReferenceCache()
 
-    def grade(self, path: Path) -> Report:
+    def grade(self, path: Path) -> ReportData:
         from grader.grade import grade_submission
         from grader.report import report_dict
 
@@ -115,7 +116,7 @@ class GradingWorker:
         shutil.rmtree(self._workdir, ignore_errors=True)
 
 
-def crashed_report(assignment: Assignment, message: str, *, seed: int, device: str) -> Report:
+def crashed_report(assignment: Assignment, message: str, *, seed: int, device: str) -> ReportData:
     """The report of a submission whose worker died or hung: 0 points, a grader error."""
     from grader.grade import crashed_result
     from grader.report import report_dict
@@ -167,7 +168,33 @@ def serve_worker(parent: int) -> int:
 
 # -- executors -------------------------------------------------------------------------------
 
-OnDone = Callable[[BatchItem, Report], None]
+EXECUTORS = ("local", "ray")
+OnDone = Callable[[BatchItem, ReportData], None]
+
+
+class Executor(Protocol):
+    """Grades submissions, handing each one's report to `on_done` as it arrives.
+
+    A submission whose grading failed (a worker died, hung, or the grader raised) still gets
+    a report: `crashed_report`'s, which says so.
+    """
+
+    def run(self, items: list[BatchItem], on_done: OnDone) -> None: ...
+
+
+def make_executor(
+    kind: str,
+    config: WorkerConfig,
+    assignment: Assignment,
+    *,
+    workers: int,
+    address: str | None,
+    log_dir: Path,
+) -> Executor:
+    """`kind` is one of EXECUTORS: worker processes here, or Ray tasks."""
+    if kind == "ray":
+        return RayExecutor(config, assignment, workers=workers, address=address)
+    return LocalExecutor(config, assignment, workers=workers, log_dir=log_dir)
 
 
 @dataclass
@@ -331,7 +358,7 @@ class LocalExecutor:
             )
         return self._start(worker.slot) if queue else worker
 
-    def _crash(self, message: str) -> Report:
+    def _crash(self, message: str) -> ReportData:
         return crashed_report(
             self.assignment, message, seed=self.config.seed, device=self.config.device
         )
@@ -376,7 +403,7 @@ def _ray_process_worker(config_json: str) -> GradingWorker:
     return GradingWorker(WorkerConfig.from_json(config_json))
 
 
-def grade_in_ray(config_json: str, path: str) -> Report:
+def grade_in_ray(config_json: str, path: str) -> ReportData:
     """The body of one Ray task: grade one submission, return its report."""
     if not Path(path).exists():
         raise GraderError(
