@@ -9,4 +9,10 @@ submission costs its tests, not a Python start. A worker that dies costs the sub
 held (its row says "grader error") and is replaced; the other submissions go on.
 
 `--executor ray` runs the same per-submission work as Ray tasks on a Ray cluster.
+
+`run.run_batch` is the command. It finds the submissions (`discovery`, with the names in
+Gradescope's export from `metadata`), keeps the reports that still stand (`resume`), grades
+the rest (`workers`: the worker process and the executors), and writes the gradebooks
+(`gradebook`) and the staff summary (`stats`, `summary`, `pages`) from typed reports
+(`grader.report.Report`).
 """

@@ -229,29 +229,31 @@ class LocalExecutor:
             for slot in range(min(self.workers, len(items))):
                 pool.append(self._start(slot))
             while queue or any(w.item for w in pool):
-                for worker in pool:
-                    if worker.ready and worker.item is None and queue:
-                        self._assign(worker, queue.popleft())
-                for worker, lines, ended in self._wait(pool):
-                    for message in lines:
-                        self._handle(worker, message, on_done)
-                    if ended:
-                        pool[pool.index(worker)] = self._replace(worker, on_done, queue)
-                for worker in pool:
-                    if worker.item and time.monotonic() - worker.since > self.watchdog_s:
-                        hung = (
-                            f"Grading stopped after {self.watchdog_s:g} s without finishing; "
-                            "the grader, not the submission's own tests, hung."
-                        )
-                        pool[pool.index(worker)] = self._replace(
-                            worker, on_done, queue, message=hung
-                        )
+                self._step(pool, queue, on_done)
             for worker in pool:
                 self._stop(worker)
         finally:
             for worker in pool:
                 self._kill(worker)
             self._selector.close()
+
+    def _step(self, pool: list[_WorkerProcess], queue: deque[BatchItem], on_done: OnDone) -> None:
+        """Hand out work, take in what came back, and replace the workers that died or hung."""
+        for worker in pool:
+            if worker.ready and worker.item is None and queue:
+                self._assign(worker, queue.popleft())
+        for worker, lines, ended in self._wait(pool):
+            for message in lines:
+                self._handle(worker, message, on_done)
+            if ended:
+                pool[pool.index(worker)] = self._replace(worker, on_done, queue)
+        for worker in pool:
+            if worker.item and time.monotonic() - worker.since > self.watchdog_s:
+                hung = (
+                    f"Grading stopped after {self.watchdog_s:g} s without finishing; "
+                    "the grader, not the submission's own tests, hung."
+                )
+                pool[pool.index(worker)] = self._replace(worker, on_done, queue, message=hung)
 
     def _start(self, slot: int) -> _WorkerProcess:
         self.log_dir.mkdir(parents=True, exist_ok=True)
