@@ -153,11 +153,11 @@ HOSTILE_METADATA = {
     "wrong-types": (
         "alice: [1, 2]\n"
         + "bob:\n  :submitters: a string\n"
-        + "carol:\n  :submitters:\n  - [a, list]\n  - :name: {a: mapping}\n    :sid: 12\n"
-        + "? [a, key]\n: x\n",
-        {},
-        "ConstructorError",
+        + "carol:\n  :submitters:\n  - [a, list]\n  - :name: {a: mapping}\n    :sid: 12\n",
+        {"carol": (Submitter("", "", "12"),)},
+        "",
     ),
+    "unhashable-key": ("? [a, key]\n: x\n", {}, "ConstructorError"),
     "not-a-mapping": ("- alice\n- bob\n", {}, "not a mapping"),
     "not-yaml": ("alice: [unclosed\n  :submitters: {\n", {}, "not metadata"),
 }
