@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from grader.assignment import load_assignment  # noqa: E402
-from grader.batch import discover_submissions  # noqa: E402
+from grader.batch.discovery import discover_submissions  # noqa: E402
 from grader.similarity import class_similarity  # noqa: E402
 
 CORPUS = ROOT / "tests" / "submissions"

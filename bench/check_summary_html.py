@@ -25,8 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from grader.assignment import load_assignment  # noqa: E402
-from grader.batch import BatchItem, Submitter, gradebook_rows  # noqa: E402
-from grader.summary import summarize, summary_html  # noqa: E402
+from grader.batch.discovery import BatchItem  # noqa: E402
+from grader.batch.gradebook import gradebook_rows  # noqa: E402
+from grader.batch.metadata import Submitter  # noqa: E402
+from grader.batch.stats import summarize  # noqa: E402
+from grader.batch.summary import summary_html  # noqa: E402
+from grader.report import Report, report_from_dict  # noqa: E402
 
 WIDTH, HEIGHT = 1280, 900
 SCREENSHOT_HEIGHT = 2600
@@ -56,7 +60,7 @@ def synthetic_page() -> str:
     """A class of 40 with long names and emails and every status, as staff would see it."""
     assignment = load_assignment("pytorch_basics")
     items: list[BatchItem] = []
-    reports: dict[str, dict[str, Any] | None] = {}
+    reports: dict[str, Report | None] = {}
     for index in range(40):
         key = f"submission_{1000 + index}"
         person = Submitter(
@@ -69,16 +73,20 @@ def synthetic_page() -> str:
             part.id: {"score": part.points * ((index + i) % 7) / 6.0, "max_score": part.points}
             for i, part in enumerate(assignment.parts)
         }
-        reports[key] = {
-            "score": sum(float(p["score"]) for p in parts.values()),
-            "max_score": assignment.max_score,
-            "parts": parts,
-            "tests": [],
-            "submission": {"files": ["x.py"]},
-            "grader_error": "worker died" if index == 3 else None,
-        }
-    summary = summarize(assignment, items, dict(reports))
-    rows = gradebook_rows(items, dict(reports), assignment)
+        reports[key] = report_from_dict(
+            {
+                "assignment": assignment.id,
+                "score": sum(float(p["score"]) for p in parts.values()),
+                "max_score": assignment.max_score,
+                "parts": parts,
+                "tests": [],
+                "seed": 1,
+                "submission": {"sha256": "", "files": ["x.py"]},
+                "grader_error": "worker died" if index == 3 else None,
+            }
+        )
+    summary = summarize(assignment, items, reports)
+    rows = gradebook_rows(items, reports, assignment)
     return summary_html(summary, rows, links=[f"students/{i.key}.html" for i in items])
 
 

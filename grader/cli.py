@@ -240,7 +240,8 @@ def _run_submit(args: argparse.Namespace, console: Console) -> ExitCode:
 
 
 def _run_batch(args: argparse.Namespace, console: Console) -> ExitCode:
-    from grader.batch import BatchOptions, check_submissions_folder, default_out_dir, run_batch
+    from grader.batch.discovery import check_submissions_folder
+    from grader.batch.run import BatchOptions, default_out_dir, run_batch
 
     check_submissions_folder(args.directory)
     assignment, note = choose_assignment(args.assignment, args.directory)

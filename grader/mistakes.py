@@ -12,6 +12,8 @@ import math
 from collections.abc import Iterable
 from typing import Any, Literal
 
+from grader.results import PartResult, TestResult
+
 Cause = Literal[
     "missing file",
     "does not compile",
@@ -68,20 +70,18 @@ def student_failure_cause(
     return CRASHED
 
 
-def report_test_cause(test: dict[str, Any], part: dict[str, Any] | None) -> str:
-    """The cause of a failed test in a report.json, recorded or (older reports) inferred."""
-    recorded = test.get("cause")
-    if recorded in CAUSES:
-        return str(recorded)
-    outcome = test.get("outcome")
-    if outcome == "failed":
+def report_test_cause(test: TestResult, part: PartResult | None) -> str:
+    """The cause of a failed test read from a report.json, recorded or (older reports) inferred."""
+    if test.cause in CAUSES:
+        return test.cause
+    if test.outcome == "failed":
         return WRONG_ANSWER
-    if outcome == "timeout":
+    if test.outcome == "timeout":
         return TIMEOUT
-    if isinstance(part, dict):
-        if part.get("source") == "missing":
+    if part is not None:
+        if part.source == "missing":
             return MISSING_FILE
-        if part.get("problem"):
+        if part.problem:
             return DOES_NOT_COMPILE
     return CRASHED
 

@@ -1,11 +1,25 @@
-"""GradingResult -> report.json (our own format, documented in GRADER_SPEC.md)."""
+"""GradingResult <-> report.json (our own format, documented in GRADER_SPEC.md).
+
+`report_dict` writes a result; `read_report` and `report_from_dict` read one back, checked,
+as the same dataclasses, so no reader of report.json digs through untyped JSON.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast, get_args
 
-from grader.results import GradingResult
-from grader.safetext import fit_texts
+from grader.results import (
+    MAX_DETAIL_CHARS,
+    GradingResult,
+    Outcome,
+    PartResult,
+    SubmissionInfo,
+    TestResult,
+)
+from grader.safetext import clean_data, fit_texts
 
 REPORT_VERSION = 1
 # The tests' messages, printed output and staff details together, in characters. Each is
@@ -72,3 +86,152 @@ def _report_dict(result: GradingResult) -> dict[str, Any]:
         "duration_s": result.duration_s,
         "grader_error": result.grader_error or None,
     }
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+# What a batch adds to the reports it writes: which grader and reference graded them.
+STAMP_KEYS = ("grader_version", "solutions_sha256")
+# Far above what `report_dict` writes (its texts total MAX_REPORT_TEXT_CHARS).
+MAX_REPORT_BYTES = 64 << 20
+_OUTCOMES: tuple[str, ...] = get_args(Outcome)
+
+
+@dataclass(frozen=True)
+class Report:
+    """A report.json read back: the result it records, and the stamp a batch added to it.
+
+    report.json does not record a test's weight or a part's file: those read as 0.0 and "".
+    """
+
+    result: GradingResult
+    stamp: dict[str, str] = field(default_factory=dict)
+
+    def part(self, part_id: str) -> PartResult | None:
+        return next((part for part in self.result.parts if part.id == part_id), None)
+
+
+class ReportFormatError(ValueError):
+    """A report.json that does not hold what `report_dict` writes."""
+
+
+def read_report(path: Path) -> Report | None:
+    """The report at `path`, checked; None if it is missing, unreadable or not a report."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_REPORT_BYTES + 1)
+        if len(raw) > MAX_REPORT_BYTES:
+            return None
+        return report_from_dict(json.loads(raw.decode("utf-8")))
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def report_from_dict(data: object) -> Report:
+    """Check decoded report.json data and build its dataclasses, every string in it cleaned.
+
+    Raises ReportFormatError naming the first field that is missing or of the wrong type.
+    """
+    report = _mapping(clean_data(data, MAX_DETAIL_CHARS), "the report")
+    submission = _mapping(report.get("submission"), "submission")
+    result = GradingResult(
+        assignment=_string(report, "assignment", required=True),
+        score=_number(report, "score", required=True),
+        max_score=_number(report, "max_score", required=True),
+        parts=tuple(
+            _part(part_id, _mapping(entry, f"parts.{part_id}"))
+            for part_id, entry in _mapping(report.get("parts"), "parts").items()
+        ),
+        tests=tuple(
+            _test(_mapping(test, f"tests[{index}]"))
+            for index, test in enumerate(_sequence(report.get("tests"), "tests"))
+        ),
+        seed=_integer(report, "seed"),
+        device=_string(report, "device"),
+        submission=SubmissionInfo(
+            sha256=_string(submission, "sha256"),
+            files=_strings(submission.get("files"), "submission.files"),
+            notes=_strings(submission.get("notes", []), "submission.notes"),
+        ),
+        duration_s=_number(report, "duration_s"),
+        environment=_mapping(report.get("environment", {}), "environment"),
+        grader_error=_string(report, "grader_error"),
+    )
+    stamp = {key: _string(report, key) for key in STAMP_KEYS if key in report}
+    return Report(result, stamp)
+
+
+def _part(part_id: str, entry: dict[str, Any]) -> PartResult:
+    return PartResult(
+        id=part_id,
+        file="",
+        score=_number(entry, "score", required=True),
+        max_score=_number(entry, "max_score"),
+        source=_string(entry, "source") or "file",
+        problem=_string(entry, "problem"),
+    )
+
+
+def _test(test: dict[str, Any]) -> TestResult:
+    outcome = _string(test, "outcome", required=True)
+    if outcome not in _OUTCOMES:
+        raise ReportFormatError(f"a test's outcome is {outcome!r}, not one of {_OUTCOMES}")
+    return TestResult(
+        name=_string(test, "name", required=True),
+        part=_string(test, "part", required=True),
+        outcome=cast(Outcome, outcome),
+        weight=0.0,
+        message=_string(test, "message"),
+        duration_s=_number(test, "duration_s"),
+        visibility=_string(test, "visibility") or "after_published",
+        detail=_string(test, "detail"),
+        output=_string(test, "output"),
+        score=_number(test, "score"),
+        max_score=_number(test, "max_score"),
+        cause=_string(test, "cause"),
+        fingerprint=_string(test, "fingerprint"),
+    )
+
+
+def _mapping(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ReportFormatError(f"{where} is not an object")
+    return value
+
+
+def _sequence(value: object, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ReportFormatError(f"{where} is not a list")
+    return value
+
+
+def _strings(value: object, where: str) -> tuple[str, ...]:
+    items = _sequence(value, where)
+    if not all(isinstance(item, str) for item in items):
+        raise ReportFormatError(f"{where} holds something other than text")
+    return tuple(items)
+
+
+def _string(data: dict[str, Any], key: str, *, required: bool = False) -> str:
+    value = data.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise ReportFormatError(f"{key} is {type(value).__name__}, not text")
+    return value
+
+
+def _number(data: dict[str, Any], key: str, *, required: bool = False) -> float:
+    value = data.get(key)
+    if value is None and not required:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ReportFormatError(f"{key} is {type(value).__name__}, not a number")
+    return float(value)
+
+
+def _integer(data: dict[str, Any], key: str) -> int:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ReportFormatError(f"{key} is {type(value).__name__}, not an integer")
+    return value

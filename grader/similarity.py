@@ -21,11 +21,12 @@ from urllib.parse import quote
 
 from grader.assignment import Assignment
 from grader.atomic import write_text_atomic
+from grader.batch.pages import page_html
 from grader.errors import SubmissionError
 from grader.submission import prepare_submission
 
 if TYPE_CHECKING:
-    from grader.batch import BatchItem
+    from grader.batch.discovery import BatchItem
 
 log = logging.getLogger(__name__)
 
@@ -187,8 +188,6 @@ def _highlighted(text: str, slices: Any) -> str:
 def side_by_side_html(
     pair: SimilarPair, one: Any, two: Any, slices_one: Any, slices_two: Any
 ) -> str:
-    from grader.summary import page_html
-
     body = (
         "<p><a href='../summary.html'>back to the summary</a></p>"
         f"<p>Marked: code found in both, beyond the starter file. {html.escape(pair.first)}: "

@@ -34,24 +34,21 @@ from conftest import (
 )
 
 from grader.assignment import load_assignment
-from grader.batch import (
+from grader.batch.discovery import BatchItem, discover_submissions, unique_keys
+from grader.batch.gradebook import (
     STATUS_GRADED,
     STATUS_GRADER_ERROR,
     STATUS_NO_FILES,
     STATUS_NOT_GRADED,
-    BatchItem,
-    Submitter,
-    _read_metadata_minimal,
-    discover_submissions,
     gradebook_rows,
-    is_up_to_date,
-    read_gradescope_metadata,
-    report_path,
     report_status,
-    unique_keys,
 )
+from grader.batch.metadata import MAX_METADATA_BYTES, Submitter, read_gradescope_metadata
+from grader.batch.resume import is_up_to_date, report_path
+from grader.batch.stats import summarize
+from grader.batch.summary import summary_html
 from grader.errors import UsageError
-from grader.summary import summarize, summary_html
+from grader.report import Report, report_from_dict
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 PARTS = tuple(part.id for part in ASSIGNMENT.parts)
@@ -61,6 +58,11 @@ SEED = 4242
 # The per-test time limit inside these batches: the sleeping submission costs this once.
 TEST_TIMEOUT_S = "10"
 ASSIGNMENT_STUBS = COURSE_ROOT / "assignments" / "pytorch_basics"
+
+
+def typed(reports: dict[str, dict[str, Any] | None]) -> dict[str, Report | None]:
+    """The reports as the batch holds them, read back from report.json's data."""
+    return {key: None if data is None else report_from_dict(data) for key, data in reports.items()}
 
 
 # -- discovery and Gradescope metadata (fast) ------------------------------------------------
@@ -88,27 +90,19 @@ submission_102:
 """
 
 
-def test_minimal_metadata_reader_takes_only_the_submitters() -> None:
-    people = _read_metadata_minimal(GRADESCOPE_METADATA)
-    assert people == {
+def test_metadata_with_ruby_tags_gives_the_submitters(tmp_path: Path) -> None:
+    metadata = tmp_path / "submission_metadata.yml"
+    metadata.write_text(GRADESCOPE_METADATA)
+    assert read_gradescope_metadata(metadata) == {
         "submission_101": (Submitter("Ada Lovelace", "ada@example.edu", "100"),),
         "submission_102": (
-            Submitter('=HYPERLINK(\\"http://x\\")', "one@example.edu", ""),
+            Submitter('=HYPERLINK("http://x")', "one@example.edu", ""),
             Submitter("Grace Hopper", "grace@example.edu", "201"),
         ),
     }
 
 
-def test_metadata_with_ruby_tags_falls_back_to_the_minimal_reader(tmp_path: Path) -> None:
-    metadata = tmp_path / "submission_metadata.yml"
-    metadata.write_text(GRADESCOPE_METADATA)
-    people = read_gradescope_metadata(metadata)
-    assert [s.name for s in people["submission_101"]] == ["Ada Lovelace"]
-    assert [s.email for s in people["submission_102"]] == ["one@example.edu", "grace@example.edu"]
-
-
-def test_safe_yaml_reads_plain_gradescope_metadata(tmp_path: Path) -> None:
-    pytest.importorskip("yaml")
+def test_plain_gradescope_metadata_reads_numbers_as_text(tmp_path: Path) -> None:
     metadata = tmp_path / "submission_metadata.yml"
     metadata.write_text(
         "submission_7:\n  :submitters:\n  - :name: Alan Turing\n    :email: alan@example.edu\n"
@@ -117,6 +111,80 @@ def test_safe_yaml_reads_plain_gradescope_metadata(tmp_path: Path) -> None:
     assert read_gradescope_metadata(metadata) == {
         "submission_7": (Submitter("Alan Turing", "alan@example.edu", "7"),)
     }
+
+
+def laughs(levels: int = 9) -> str:
+    """YAML whose last alias stands for 10**levels strings (a billion laughs)."""
+    lines = ["l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+# Each file is refused or read for what it holds without expanding anything; none can stop the
+# batch. `reason`: a phrase of the warning, where the file gives no metadata at all.
+HOSTILE_METADATA = {
+    "billion-laughs": (
+        laughs()
+        + "alice:\n  :submitters: *l9\n"
+        + "bob:\n  :submitters:\n  - :name: *l9\n    :email: bob@example.edu\n    :sid: *l8\n"
+        + "carol:\n  :submitters:\n  - *l9\n  - :name: Carol\n",
+        {
+            "alice": (),
+            "bob": (Submitter("", "bob@example.edu", ""),),
+            "carol": (Submitter("Carol"),),
+        },
+        "",
+    ),
+    "merge-key-bomb": (
+        "a0: &a0 {k: 1}\n"
+        + "".join(
+            f"a{i}: &a{i} {{<<: [*a{i - 1}, *a{i - 1}, *a{i - 1}], k{i}: 1}}\n"
+            for i in range(1, 30)
+        ),
+        {},
+        "merge keys",
+    ),
+    "deep-nesting": ("alice: " + "[" * 200_000 + "]" * 200_000 + "\n", {}, "not metadata"),
+    "python-object-tag": (
+        "alice: !!python/object/apply:os.system ['touch pwned']\n",
+        {},
+        "ConstructorError",
+    ),
+    "wrong-types": (
+        "alice: [1, 2]\n"
+        + "bob:\n  :submitters: a string\n"
+        + "carol:\n  :submitters:\n  - [a, list]\n  - :name: {a: mapping}\n    :sid: 12\n",
+        {"carol": (Submitter("", "", "12"),)},
+        "",
+    ),
+    "unhashable-key": ("? [a, key]\n: x\n", {}, "ConstructorError"),
+    "not-a-mapping": ("- alice\n- bob\n", {}, "not a mapping"),
+    "not-yaml": ("alice: [unclosed\n  :submitters: {\n", {}, "not metadata"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_METADATA))
+def test_hostile_metadata_is_read_as_bounded_data(
+    case: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text, expected, reason = HOSTILE_METADATA[case]
+    metadata = tmp_path / "submission_metadata.yml"
+    metadata.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    assert read_gradescope_metadata(metadata) == expected
+    assert not (tmp_path / "pwned").exists()
+    if reason:
+        assert reason in caplog.text and "named by their submissions" in caplog.text
+
+
+def test_metadata_over_the_size_limit_is_not_parsed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    metadata = tmp_path / "submission_metadata.yml"
+    with metadata.open("wb") as handle:  # sparse: costs no disk
+        handle.truncate(MAX_METADATA_BYTES + 1)
+    assert read_gradescope_metadata(metadata) == {}
+    assert "over the" in caplog.text
 
 
 def test_discovers_a_gradescope_export_inside_its_unzipped_folder(tmp_path: Path) -> None:
@@ -129,7 +197,7 @@ def test_discovers_a_gradescope_export_inside_its_unzipped_folder(tmp_path: Path
         ("submission_101", "Ada Lovelace", "ada@example.edu"),
         (
             "submission_102",
-            '=HYPERLINK(\\"http://x\\"); Grace Hopper',
+            '=HYPERLINK("http://x"); Grace Hopper',
             "one@example.edu; grace@example.edu",
         ),
         ("submission_103", "submission_103", ""),
@@ -230,12 +298,12 @@ def fake_report(scores: dict[str, float], *, seed: int = 1, **extra: Any) -> dic
 def test_a_report_is_reused_only_for_the_same_submission_seed_and_assignment() -> None:
     report = fake_report({"manual_backprop": 20.0})
     same = {"assignment": ASSIGNMENT, "seed": 1, "device": "auto", "fingerprint": "abc"}
-    assert is_up_to_date(report, **same)
-    assert not is_up_to_date(report, **{**same, "fingerprint": "changed"})
-    assert not is_up_to_date(report, **{**same, "fingerprint": ""})
-    assert not is_up_to_date(report, **{**same, "seed": 2})
-    assert not is_up_to_date(report, **{**same, "device": "cuda"})
-    assert not is_up_to_date({**report, "grader_error": "worker died"}, **same)
+    assert is_up_to_date(report_from_dict(report), **same)
+    assert not is_up_to_date(report_from_dict(report), **{**same, "fingerprint": "changed"})
+    assert not is_up_to_date(report_from_dict(report), **{**same, "fingerprint": ""})
+    assert not is_up_to_date(report_from_dict(report), **{**same, "seed": 2})
+    assert not is_up_to_date(report_from_dict(report), **{**same, "device": "cuda"})
+    assert not is_up_to_date(report_from_dict({**report, "grader_error": "worker died"}), **same)
     assert not is_up_to_date(None, **same)
 
 
@@ -246,12 +314,12 @@ def test_gradebook_rows_follow_reports_and_defuse_formulas() -> None:
         BatchItem("s3", Path("s3")),
         BatchItem("s4", Path("s4")),
     ]
-    reports = {
+    reports: dict[str, dict[str, Any] | None] = {
         "s1": fake_report({"manual_backprop": 20.0, "autograd_loop": 7.5}),
         "s2": fake_report({}, submission={"sha256": "", "files": []}),
         "s3": fake_report({}, grader_error="the worker stopped"),
     }
-    rows = gradebook_rows(items, reports, ASSIGNMENT)
+    rows = gradebook_rows(items, typed(reports), ASSIGNMENT)
     assert rows[0]["student"] == "'=cmd|' /C calc'!A0"
     assert (rows[0]["total"], rows[0]["manual_backprop"], rows[0]["autograd_loop"]) == (
         "27.5",
@@ -277,7 +345,7 @@ def test_summary_counts_graded_submissions_and_ranks_failures() -> None:
         "s3": fake_report({"manual_backprop": 20.0}, grader_error="worker died"),
         "s4": None,
     }
-    summary = summarize(ASSIGNMENT, items, reports)
+    summary = summarize(ASSIGNMENT, items, typed(reports))
     assert (summary.counted, summary.grader_errors, summary.not_graded) == (3, 1, 1)
     backprop, autograd = summary.parts[0], summary.parts[1]
     assert (backprop.mean, backprop.median, backprop.full_marks_rate) == (13.3333, 20.0, 0.6667)
@@ -289,7 +357,7 @@ def test_summary_counts_graded_submissions_and_ranks_failures() -> None:
         "autograd_loop differs from the reference.",
         2,
     )
-    page = summary_html(summary, gradebook_rows(items, reports, ASSIGNMENT))
+    page = summary_html(summary, gradebook_rows(items, typed(reports), ASSIGNMENT))
     assert "<svg" in page and "13.33" in page and "13.3333" not in page
     # Offline: nothing fetched (the SVG namespace is a name, not a request).
     assert "<script" not in page and "src=" not in page and "<link" not in page
@@ -301,7 +369,8 @@ def test_summary_html_escapes_student_text() -> None:
     report["tests"][0]["message"] = "<script>alert(1)</script>"
     reports: dict[str, dict[str, Any] | None] = {"s0": report}
     page = summary_html(
-        summarize(ASSIGNMENT, items, reports), gradebook_rows(items, reports, ASSIGNMENT)
+        summarize(ASSIGNMENT, items, typed(reports)),
+        gradebook_rows(items, typed(reports), ASSIGNMENT),
     )
     assert "<script>" not in page and "<img src=x" not in page
     assert "&lt;script&gt;" in page
@@ -631,7 +700,10 @@ def test_every_submission_gets_its_expected_part_scores(class_batch: ClassBatch)
             if not meets(scores[part], part, expectation.get(part, "zero")):
                 wrong[f"{key}:{part}"] = (scores[part], expectation.get(part, "zero"))
     assert not wrong
-    statuses = {key: report_status(class_batch.report(key)) for key in class_batch.expected}
+    statuses = {
+        key: report_status(report_from_dict(class_batch.report(key)))
+        for key in class_batch.expected
+    }
     assert {key for key, s in statuses.items() if s == STATUS_NO_FILES} == {
         "16-empty-folder",
         "17-binary-file",
@@ -649,7 +721,7 @@ def test_gradebook_rows_match_each_report(class_batch: ClassBatch) -> None:
         # The gradebook rounds to 2 decimals.
         assert float(row["total"]) == pytest.approx(report["score"], abs=0.005)
         assert {p: float(row[p]) for p in PARTS} == pytest.approx(part_scores(report), abs=0.005)
-        assert row["status"] == report_status(report)
+        assert row["status"] == report_status(report_from_dict(report))
     # The forger could not touch another student's report or the gradebook.
     victim = class_batch.report("01-correct-folder")
     assert victim["seed"] == SEED and len(victim["tests"]) > 30
@@ -741,7 +813,8 @@ def only(*parts: str) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def tricky_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrickyBatch]:
     """Entries whose keys once collided, a name that is not UTF-8, names of the batch's own
-    outputs, and messages with lone surrogates and 15 MB of text; graded, then run again."""
+    outputs, messages with lone surrogates and 15 MB of text, and hostile export metadata;
+    graded, then run again."""
     base = tmp_path_factory.mktemp("tricky")
     root, out = base / "submissions", base / "grading-out"
     root.mkdir()
@@ -777,6 +850,10 @@ def tricky_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrickyBat
         handle.write("\n" + attack)
     # pick_device and matmul_tflops fail; peak_tflops passes: 3 of 9 weighted points.
     expected[b"giant-message"] = {**only(*PARTS), "device_benchmark": 10 * 3 / 9}
+    # Hostile export metadata: a billion laughs, and a name that is one of them.
+    (root / "submission_metadata.yml").write_text(
+        laughs() + "giant-message:\n  :submitters:\n  - :name: *l9\n    :email: g@example.edu\n"
+    )
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GRADER_TEST_TIMEOUT_S", TEST_TIMEOUT_S)
         first = run_grader_cli(*batch_args(root, out))
@@ -803,6 +880,9 @@ def test_every_tricky_entry_gets_its_own_correct_row(tricky_batch: TrickyBatch) 
     summary = json.loads((tricky_batch.out / "summary.json").read_text())
     assert summary["counted"] == len(rows) and summary["grader_errors"] == 0
     assert json.loads((tricky_batch.out / "batch.json").read_text())["seed"] == SEED
+    # The metadata was read for what it holds (an email); the laughs were never expanded.
+    giant = rows["giant-message"]
+    assert (giant["student"], giant["email"]) == ("giant-message", "g@example.edu")
 
 
 @pytest.mark.slow

@@ -22,15 +22,11 @@ import torch
 from conftest import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, run_grader_cli
 
 from grader.assignment import load_assignment
-from grader.batch import (
-    CANVAS_COLUMNS,
-    CANVAS_POINTS_ROW,
-    BatchItem,
-    BatchOptions,
-    Submitter,
-    canvas_rows,
-    run_batch,
-)
+from grader.batch.discovery import BatchItem
+from grader.batch.gradebook import CANVAS_COLUMNS, CANVAS_POINTS_ROW, canvas_rows
+from grader.batch.metadata import Submitter
+from grader.batch.run import BatchOptions, run_batch
+from grader.batch.stats import summarize
 from grader.errors import UsageError
 from grader.mistakes import (
     CRASHED,
@@ -44,7 +40,8 @@ from grader.mistakes import (
     report_test_cause,
     student_failure_cause,
 )
-from grader.summary import summarize
+from grader.report import Report, report_from_dict
+from grader.results import PartResult, TestResult
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 PARTS = tuple(part.id for part in ASSIGNMENT.parts)
@@ -52,6 +49,11 @@ POINTS = {part.id: part.points for part in ASSIGNMENT.parts}
 CORPUS = COURSE_ROOT / "tests" / "submissions"
 STARTER = COURSE_ROOT / "assignments" / "pytorch_basics"
 SEED = 777
+
+
+def typed(reports: dict[str, dict[str, Any] | None]) -> dict[str, Report | None]:
+    """The reports as the batch holds them, read back from report.json's data."""
+    return {key: None if data is None else report_from_dict(data) for key, data in reports.items()}
 
 
 # -- causes and fingerprints (fast) ----------------------------------------------------------
@@ -76,9 +78,13 @@ def test_student_failures_are_classified_from_what_the_grader_knows() -> None:
     # A student's exception text comes after "Your code raised": it cannot fake a limit.
     assert cause(message="Your code raised ValueError: Your code used 1 MB") == CRASHED
     # Reports without a recorded cause (older ones) are classified from their outcome.
-    assert report_test_cause({"outcome": "failed"}, None) == WRONG_ANSWER
-    assert report_test_cause({"outcome": "error"}, {"source": "missing"}) == MISSING_FILE
-    assert report_test_cause({"outcome": "error", "cause": "bogus"}, {}) == CRASHED
+    failed = TestResult("t", "p", "failed", weight=1.0)
+    errored = TestResult("t", "p", "error", weight=1.0)
+    assert report_test_cause(failed, None) == WRONG_ANSWER
+    missing = PartResult("p", "p.py", 0, 1, source="missing")
+    assert report_test_cause(errored, missing) == MISSING_FILE
+    bogus = TestResult("t", "p", "error", weight=1.0, cause="bogus")
+    assert report_test_cause(bogus, PartResult("p", "p.py", 0, 1)) == CRASHED
 
 
 def test_fingerprints_equal_for_the_same_rounded_outputs() -> None:
@@ -127,7 +133,7 @@ def test_summary_counts_wrong_answers_apart_from_other_causes() -> None:
         ),
     }
     items = [BatchItem(key, Path(key)) for key in reports]
-    summary = summarize(ASSIGNMENT, items, reports)
+    summary = summarize(ASSIGNMENT, items, typed(reports))
     assert [(t.name, t.failures) for t in summary.failed_tests] == [("grads", 3)]
     backprop = summary.causes[0]
     assert backprop.part == "manual_backprop"
@@ -150,7 +156,7 @@ def test_canvas_rows_follow_the_import_layout() -> None:
         "solo": report_of([]),
         "crashed": report_of([]) | {"grader_error": "worker died"},
     }
-    rows = canvas_rows(items, reports, ASSIGNMENT)
+    rows = canvas_rows(items, typed(reports), ASSIGNMENT)
     assert rows[0] == [*CANVAS_COLUMNS, ASSIGNMENT.title]
     assert rows[1] == [CANVAS_POINTS_ROW, "", "", "", "", "100"]
     body = {row[0]: row for row in rows[2:]}
@@ -394,7 +400,7 @@ def test_the_copied_pair_ranks_first_in_its_part(small_class: SmallClass) -> Non
 
 
 def test_no_similarity_skips_it(tmp_path: Path) -> None:
-    from grader.batch import _similarity
+    from grader.batch.run import _similarity
 
     pairs, note = _similarity([], ASSIGNMENT, tmp_path, enabled=False)
     assert pairs == () and "--no-similarity" in note
@@ -404,7 +410,7 @@ def test_no_similarity_skips_it(tmp_path: Path) -> None:
 def test_the_grading_stamp_follows_the_solutions_and_hidden_tests(tmp_path: Path) -> None:
     import dataclasses
 
-    from grader.batch import grading_stamp, is_up_to_date
+    from grader.batch.resume import grading_stamp, is_up_to_date
 
     solutions = tmp_path / "solutions"
     shutil.copytree(ASSIGNMENT.solutions_dir, solutions)
@@ -420,9 +426,10 @@ def test_the_grading_stamp_follows_the_solutions_and_hidden_tests(tmp_path: Path
     assert changed["solutions_sha256"] != stamp["solutions_sha256"]
     report = report_of([]) | {"device": "cpu", **stamp}
     same = {"assignment": copy, "seed": 1, "device": "auto", "fingerprint": "x"}
-    assert is_up_to_date(report, **same, stamp=stamp)
-    assert not is_up_to_date(report, **same, stamp=changed)
-    assert not is_up_to_date(report, **same, stamp={**stamp, "grader_version": "9.9"})
+    stamped = report_from_dict(report)
+    assert is_up_to_date(stamped, **same, stamp=stamp)
+    assert not is_up_to_date(stamped, **same, stamp=changed)
+    assert not is_up_to_date(stamped, **same, stamp={**stamp, "grader_version": "9.9"})
 
 
 @pytest.mark.slow

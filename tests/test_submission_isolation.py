@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import GradingWorker, WorkerConfig
+from grader.batch.workers import GradingWorker, WorkerConfig
 from tests.conftest import PART_FILES, SOLUTIONS_DIR
 
 VICTIM_PREPEND = """

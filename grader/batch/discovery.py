@@ -1,0 +1,143 @@
+"""Finding a batch's submissions: one per folder, .zip or notebook, each with a unique key and
+the submitters Gradescope's export names."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.assignment import Assignment
+from grader.batch.metadata import METADATA_FILE, Submitter, read_gradescope_metadata
+from grader.errors import UsageError
+from grader.safetext import entry_key, hashed_entry_key
+from grader.submission import JUNK_DIRS
+
+log = logging.getLogger(__name__)
+
+
+SUBMISSION_SUFFIXES = (".zip", ".ipynb")
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One submission under the batch folder."""
+
+    # Unique and stable: the entry's name where that is a safe file name (see `entry_key`);
+    # names the submission's folder under --out/reports.
+    key: str
+    path: Path  # as found, possibly with undecodable bytes (surrogateescape)
+    submitters: tuple[Submitter, ...] = ()
+
+    @property
+    def student(self) -> str:
+        return "; ".join(s.name for s in self.submitters if s.name) or self.key
+
+    @property
+    def email(self) -> str:
+        return "; ".join(s.email for s in self.submitters if s.email)
+
+
+def _export_root(root: Path) -> Path:
+    """Gradescope's export unzips to one `assignment_..._export` folder: look inside it."""
+    if (root / METADATA_FILE).is_file():
+        return root
+    children = [c for c in root.iterdir() if not c.name.startswith(".")]
+    if len(children) == 1 and (children[0] / METADATA_FILE).is_file():
+        return children[0]
+    return root
+
+
+def check_submissions_folder(root: Path) -> None:
+    """Refuse a batch folder that is not one, before anything else is asked or started."""
+    if not root.is_dir():
+        raise UsageError(
+            f"{root} is not a folder: pass the folder that holds one folder, .zip or notebook "
+            "per student (or Gradescope's unzipped 'Export Submissions' folder)."
+        )
+
+
+def discover_submissions(
+    root: Path, assignment: Assignment, *, exclude: Iterable[Path] = ()
+) -> list[BatchItem]:
+    """One item per student folder, .zip or notebook under `root` (or a Gradescope export)."""
+    check_submissions_folder(root)
+    root = _export_root(root)
+    names = {p.name for p in root.iterdir()}
+    if names & set(assignment.files):
+        raise UsageError(
+            f"{root} holds {', '.join(sorted(names & set(assignment.files)))} itself, so it "
+            "looks like one submission; grade it with `python -m grader grade`, or pass the "
+            "folder that holds one entry per student."
+        )
+    metadata = root / METADATA_FILE
+    people = read_gradescope_metadata(metadata) if metadata.is_file() else {}
+    skip = {p.resolve() for p in exclude}
+    entries = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith(".") or entry.name in JUNK_DIRS or entry.resolve() in skip:
+            continue
+        if entry.is_symlink():
+            log.warning("skipping %s: links are not followed", entry)
+            continue
+        if entry.is_dir() or (entry.is_file() and entry.suffix.lower() in SUBMISSION_SUFFIXES):
+            entries.append(entry)
+    if not entries:
+        raise UsageError(
+            f"no submissions under {root}: expected one folder, .zip or .ipynb per student."
+        )
+    keys = unique_keys([(entry.name, entry.is_file()) for entry in entries])
+    items = []
+    for entry, key in zip(entries, keys, strict=True):
+        stem = entry.stem if entry.is_file() else entry.name
+        submitters = people.get(entry.name) or people.get(stem) or ()
+        items.append(BatchItem(key=key, path=entry, submitters=submitters))
+    return items
+
+
+def unique_keys(entries: list[tuple[str, bool]]) -> list[str]:
+    """One key per (directory entry name, is a file): distinct, also when compared casefolded.
+
+    A file's key is its stem (`alice` for `alice.zip`), a folder's its name. Of the entries
+    whose keys collide, those on the simplest key move on: to their full names, then to their
+    names with a hash of their raw bytes (`hashed_entry_key`), until none collide. What is
+    still equal (names built to look like another's hashed key) gets a counter, in the order
+    of the raw names. So the same folder always gives the same keys, and no two submissions
+    ever share a report.
+    """
+    names = [name for name, _ in entries]
+    choices = [
+        (
+            entry_key(Path(name).stem if is_file else name),
+            entry_key(name),
+            hashed_entry_key(name),
+        )
+        for name, is_file in entries
+    ]
+    levels = [0] * len(entries)
+    while True:
+        groups: dict[str, list[int]] = {}
+        for index, level in enumerate(levels):
+            groups.setdefault(choices[index][level].casefold(), []).append(index)
+        colliding = []
+        for group in groups.values():
+            lowest = min(levels[index] for index in group)
+            if len(group) > 1 and lowest < 2:
+                # An entry already on its full name keeps it while a stem can move instead.
+                colliding += [index for index in group if levels[index] == lowest]
+        if not colliding:
+            break
+        for index in colliding:
+            levels[index] += 1
+    keys = [choices[index][level] for index, level in enumerate(levels)]
+    taken: set[str] = set()
+    for index in sorted(range(len(names)), key=lambda i: os.fsencode(names[i])):
+        key, count = keys[index], 1
+        while key.casefold() in taken:
+            count += 1
+            key = f"{keys[index]}~{count}"
+        keys[index] = key
+        taken.add(key.casefold())
+    return keys

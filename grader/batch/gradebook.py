@@ -1,0 +1,162 @@
+"""The batch's spreadsheets: gradebook.csv, Canvas's import layout and the regrade diff."""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.assignment import Assignment
+from grader.atomic import write_text_atomic
+from grader.batch.discovery import BatchItem
+from grader.batch.metadata import Submitter
+from grader.report import Report
+
+log = logging.getLogger(__name__)
+
+
+REGRADE_DIFF_FILE = "regrade-diff.csv"
+
+
+def points(value: float) -> str:
+    """A score for people to read: at most 2 decimals, no trailing zeros."""
+    return f"{round(value, 2):.2f}".rstrip("0").rstrip(".")
+
+
+STATUS_GRADED = "graded"
+STATUS_NO_FILES = "no files"
+STATUS_GRADER_ERROR = "grader error"
+STATUS_NOT_GRADED = "not graded"
+# Spreadsheet programs run cells that start with these as formulas.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def report_status(report: Report | None) -> str:
+    if report is None:
+        return STATUS_NOT_GRADED
+    if report.result.grader_error:
+        return STATUS_GRADER_ERROR
+    if not report.result.submission.files:
+        return STATUS_NO_FILES
+    return STATUS_GRADED
+
+
+def _cell(text: str) -> str:
+    """A text cell no spreadsheet will run as a formula (student names are student-chosen)."""
+    return f"'{text}" if text.startswith(_FORMULA_START) else text
+
+
+def gradebook_rows(
+    items: list[BatchItem], reports: Mapping[str, Report | None], assignment: Assignment
+) -> list[dict[str, str]]:
+    rows = []
+    for item in sorted(items, key=lambda i: i.key):
+        report = reports.get(item.key)
+        row = {
+            "student": _cell(item.student),
+            "email": _cell(item.email),
+            "submission": _cell(item.key),
+            "total": points(report.result.score) if report else "",
+        }
+        for part in assignment.parts:
+            entry = report.part(part.id) if report else None
+            row[part.id] = points(entry.score) if entry else ""
+        row["status"] = report_status(report)
+        rows.append(row)
+    return rows
+
+
+def write_gradebook(path: Path, rows: list[dict[str, str]], assignment: Assignment) -> None:
+    columns = ["student", "email", "submission", "total", *assignment.part_ids().split(", ")]
+    columns.append("status")
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(path, buffer.getvalue())
+
+
+CANVAS_FILE = "gradebook-canvas.csv"
+CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+CANVAS_POINTS_ROW = "    Points Possible"
+
+
+def canvas_rows(
+    items: list[BatchItem], reports: Mapping[str, Report | None], assignment: Assignment
+) -> list[list[str]]:
+    """Canvas's gradebook import layout: one row per student, a group's score on each member.
+
+    Canvas matches rows by ID or SIS ids: Gradescope's `sid` goes in SIS User ID and the email
+    in SIS Login ID; the Canvas ID and Section stay empty (Canvas fills them from its roster).
+    A submission graded with a grader error, or not graded, leaves the score empty, so the
+    import does not overwrite a grade with a wrong 0.
+    """
+    header = [*CANVAS_COLUMNS, assignment.title or assignment.id]
+    rows = [header, [CANVAS_POINTS_ROW, "", "", "", "", points(assignment.max_score)]]
+    for item in sorted(items, key=lambda i: i.key):
+        report = reports.get(item.key)
+        status = report_status(report)
+        score = points(report.result.score) if report and status != STATUS_GRADER_ERROR else ""
+        for person in item.submitters or (Submitter(name=item.key),):
+            name = _cell(person.name or item.key)
+            rows.append([name, "", _cell(person.sid), _cell(person.email), "", score])
+    return rows
+
+
+def write_canvas_gradebook(path: Path, rows: list[list[str]]) -> None:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    write_text_atomic(path, buffer.getvalue())
+
+
+@dataclass(frozen=True)
+class ScoreChange:
+    key: str
+    student: str
+    before: float
+    after: float
+    # Part id -> (before, after), for the parts whose score changed.
+    parts: dict[str, tuple[float, float]]
+
+    def line(self) -> str:
+        parts = ", ".join(f"{p} {points(a)} -> {points(b)}" for p, (a, b) in self.parts.items())
+        change = self.after - self.before
+        return (
+            f"regraded {self.key}: {points(self.before)} -> {points(self.after)} "
+            f"({'+' if change >= 0 else ''}{points(change)})" + (f" [{parts}]" if parts else "")
+        )
+
+
+def score_change(item: BatchItem, before: Report, after: Report) -> ScoreChange:
+    def part_scores(report: Report) -> dict[str, float]:
+        return {part.id: part.score for part in report.result.parts}
+
+    old, new = part_scores(before), part_scores(after)
+    changed = {
+        part: (old.get(part, 0.0), new.get(part, 0.0))
+        for part in sorted(set(old) | set(new))
+        if abs(old.get(part, 0.0) - new.get(part, 0.0)) >= 0.005
+    }
+    return ScoreChange(item.key, item.student, before.result.score, after.result.score, changed)
+
+
+def write_regrade_diff(path: Path, changes: list[ScoreChange]) -> None:
+    """One row per submission graded again: its total before and after, and what moved."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["submission", "student", "before", "after", "change", "parts changed"])
+    for change in sorted(changes, key=lambda c: c.key):
+        writer.writerow(
+            [
+                _cell(change.key),
+                _cell(change.student),
+                points(change.before),
+                points(change.after),
+                points(change.after - change.before),
+                "; ".join(f"{p}: {points(a)} -> {points(b)}" for p, (a, b) in change.parts.items()),
+            ]
+        )
+    write_text_atomic(path, buffer.getvalue())

@@ -1,0 +1,324 @@
+"""`batch`: grade every submission under a folder in parallel, resumably, into a gradebook."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from grader.assignment import COURSE_ROOT, Assignment
+from grader.atomic import write_json_atomic
+from grader.batch.discovery import BatchItem, discover_submissions
+from grader.batch.gradebook import (
+    CANVAS_FILE,
+    REGRADE_DIFF_FILE,
+    STATUS_GRADER_ERROR,
+    ScoreChange,
+    canvas_rows,
+    gradebook_rows,
+    report_status,
+    score_change,
+    write_canvas_gradebook,
+    write_gradebook,
+    write_regrade_diff,
+)
+from grader.batch.resume import Plan, batch_seed, grading_stamp, plan, read_state, report_path
+from grader.batch.stats import summarize
+from grader.batch.summary import write_summary
+from grader.batch.workers import (
+    EXECUTORS,
+    SCRATCH_PREFIX,
+    ReportData,
+    WorkerConfig,
+    crashed_report,
+    first_line,
+    make_executor,
+    require_ray,
+)
+from grader.errors import UsageError
+from grader.report import Report, report_from_dict
+from grader.results import MAX_DETAIL_CHARS
+from grader.safetext import clean_data
+from grader.similarity import MIN_SHARE, SimilarPair, class_similarity
+
+log = logging.getLogger(__name__)
+
+
+STATE_FILE = "batch.json"
+SIMILARITY_FILE = "similarity.json"
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    root: Path
+    out_dir: Path
+    csv_path: Path
+    workers: int
+    force: bool = False
+    executor: str = "local"
+    address: str | None = None
+    device: str = "auto"
+    seed: int | None = None
+    similarity: bool = True
+
+
+@dataclass
+class BatchOutcome:
+    items: list[BatchItem]
+    skipped: list[str] = field(default_factory=list)
+    graded: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    seed: int = 0
+
+
+@contextlib.contextmanager
+def scratch_folder(stale: object) -> Iterator[Path]:
+    """The workers' scratch, removed at the end even if a worker was killed mid-job.
+
+    `stale` is the scratch of a batch that was killed before it could remove its own.
+    """
+    temporary = Path(tempfile.gettempdir())
+    if isinstance(stale, str) and stale:
+        old = Path(stale)
+        if old.parent == temporary and old.name.startswith(SCRATCH_PREFIX):
+            shutil.rmtree(old, ignore_errors=True)
+    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+    scratch.chmod(0o711)  # the sandbox users reach their job folders through it
+    try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+class _RateColumn(ProgressColumn):
+    """Submissions per minute, from rich's recent-speed estimate."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.speed
+        return Text(f"{speed * 60:.1f}/min" if speed else "-/min", style="cyan")
+
+
+def _safe_to_hide(path: Path) -> bool:
+    """Hiding a folder that holds the grader, Python or the sandbox's scratch would break it."""
+    resolved = path.resolve()
+    for needed in (COURSE_ROOT, Path(sys.prefix), Path(tempfile.gettempdir())):
+        if needed.resolve() == resolved or resolved in needed.resolve().parents:
+            log.warning("student code can read %s: hiding it would hide %s too", path, needed)
+            return False
+    return True
+
+
+def default_out_dir(root: Path) -> Path:
+    return root.resolve().parent / "grading-out"
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("[bold]grading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        _RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+    )
+
+
+def _similarity(
+    items: list[BatchItem], assignment: Assignment, out_dir: Path, *, enabled: bool
+) -> tuple[tuple[SimilarPair, ...], str]:
+    """The class's similar pairs (similarity.json, side-by-side pages) and a line about them."""
+    if not enabled:
+        return (), "Not computed (--no-similarity)."
+    try:
+        result = class_similarity(items, assignment, out_dir)
+    except Exception as error:  # the grades stand without it
+        log.exception("code similarity failed")
+        return (), f"Code similarity could not be computed: {first_line(error)}"
+    write_json_atomic(
+        out_dir / SIMILARITY_FILE,
+        {"version": 1, "seconds": result.seconds, "pairs": [asdict(p) for p in result.pairs]},
+    )
+    return result.pairs, (
+        f"{result.submissions} submissions compared part by part in {result.seconds:.1f} s "
+        f"(copydetect winnowing; the starter code is boilerplate). Listed: pairs where at least "
+        f"{MIN_SHARE:.0%} of one side's code is also in the other."
+    )
+
+
+def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -> BatchOutcome:
+    """Grade what under `options.root` is not graded yet; write reports, gradebook, summary."""
+    if options.executor not in EXECUTORS:
+        raise UsageError(f"--executor {options.executor!r}: use one of {', '.join(EXECUTORS)}.")
+    if options.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {options.workers}.")
+    if options.executor == "ray":
+        require_ray()  # before anything is read, started or printed
+    out_dir = options.out_dir.resolve()
+    items = discover_submissions(options.root, assignment, exclude=(out_dir,))
+    state = read_state(out_dir / STATE_FILE)
+    seed = batch_seed(state, assignment, options.seed)
+    stamp = grading_stamp(assignment)
+    start = plan(
+        items,
+        out_dir,
+        assignment,
+        seed=seed,
+        device=options.device,
+        force=options.force,
+        stamp=stamp,
+    )
+    console.print(Text(_opening_line(options, len(items), start, seed)))
+    progress = _progress(console)
+    recorder = _Recorder(
+        out_dir, assignment, start, seed=seed, device=options.device, stamp=stamp, progress=progress
+    )
+    outcome = BatchOutcome(items=items, skipped=sorted(start.reports), seed=seed)
+    hide = tuple(str(p) for p in (options.root.resolve(), out_dir) if _safe_to_hide(p))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with scratch_folder(stale=state.get("scratch")) as scratch:
+            write_json_atomic(
+                out_dir / STATE_FILE,
+                {"version": 1, "assignment": assignment.id, "seed": seed, "scratch": str(scratch)},
+            )
+            config = WorkerConfig(assignment.id, options.device, seed, hide, str(scratch))
+            executor = make_executor(
+                options.executor,
+                config,
+                assignment,
+                workers=options.workers,
+                address=options.address,
+                log_dir=out_dir / ".logs",
+            )
+            if start.todo:
+                with progress:
+                    executor.run(start.todo, recorder)
+    finally:
+        outcome.graded, outcome.failed = recorder.graded, recorder.failed
+        reports = recorder.reports
+        rows = gradebook_rows(items, reports, assignment)
+        write_gradebook(options.csv_path, rows, assignment)
+        canvas_path = options.csv_path.with_name(CANVAS_FILE)
+        write_canvas_gradebook(canvas_path, canvas_rows(items, reports, assignment))
+        if recorder.changes:
+            write_regrade_diff(out_dir / REGRADE_DIFF_FILE, recorder.changes)
+    pairs, note = _similarity(items, assignment, out_dir, enabled=options.similarity)
+    ordered = sorted(items, key=lambda i: i.key)
+    write_summary(
+        summarize(assignment, items, reports),
+        rows,
+        out_dir,
+        console,
+        students=[(item.key, item.student, reports.get(item.key)) for item in ordered],
+        similarity=pairs,
+        similarity_note=note,
+    )
+    console.print(
+        Text(
+            f"gradebook: {options.csv_path} (Canvas import: {canvas_path})\n"
+            f"reports and summary: {out_dir}"
+        )
+    )
+    return outcome
+
+
+def _opening_line(options: BatchOptions, found: int, start: Plan, seed: int) -> str:
+    standing, earlier = len(start.reports), len(start.earlier)
+    return (
+        f"{found} submissions under {options.root} · {standing} already graded"
+        + (" (use --force to regrade them)" if standing else "")
+        + f" · {len(start.todo)} to grade with {options.workers} {options.executor} worker(s)"
+        + (
+            f" ({earlier} graded before: their changes go to {REGRADE_DIFF_FILE})"
+            if earlier
+            else ""
+        )
+        + f" · seed {seed}"
+    )
+
+
+class _Recorder:
+    """The executors' `on_done`: writes each report as it arrives, says how it went, and
+    keeps what the gradebook, the summary and the regrade diff are built from."""
+
+    def __init__(
+        self,
+        out_dir: Path,
+        assignment: Assignment,
+        start: Plan,
+        *,
+        seed: int,
+        device: str,
+        stamp: dict[str, str],
+        progress: Progress,
+    ) -> None:
+        self.out_dir, self.assignment = out_dir, assignment
+        self.seed, self.device, self.stamp = seed, device, stamp
+        self.reports: dict[str, Report | None] = dict(start.reports)
+        self.earlier = start.earlier
+        self.changes: list[ScoreChange] = []
+        self.graded: list[str] = []
+        self.failed: list[str] = []
+        self.progress = progress
+        self.task = progress.add_task("grading", total=len(start.todo))
+
+    def __call__(self, item: BatchItem, data: ReportData) -> None:
+        report = self._record(item, data)
+        self.reports[item.key] = report
+        status = report_status(report)
+        (self.failed if status == STATUS_GRADER_ERROR else self.graded).append(item.key)
+        result = report.result
+        self.progress.console.print(
+            Text(
+                f"{item.key}: {result.score:g} / {result.max_score:g}  {status}  "
+                f"({result.duration_s:.1f} s)",
+                style="red" if status == STATUS_GRADER_ERROR else "",
+            )
+        )
+        before = self.earlier.get(item.key)
+        if before is not None and status != STATUS_GRADER_ERROR:
+            change = score_change(item, before, report)
+            self.changes.append(change)
+            if change.parts or abs(change.after - change.before) >= 0.005:
+                self.progress.console.print(Text(change.line(), style="yellow"))
+        self.progress.advance(self.task)
+
+    def _record(self, item: BatchItem, data: ReportData) -> Report:
+        """Check and write one report; a report that cannot be is this submission's error."""
+        path = report_path(self.out_dir, item)
+        try:
+            data = {**clean_data(data, MAX_DETAIL_CHARS), **self.stamp}
+            report = report_from_dict(data)
+            write_json_atomic(path, data)
+            return report
+        except Exception as error:  # this submission's row says so; the batch goes on
+            log.exception("could not record the report of %s", item.key)
+            data = crashed_report(
+                self.assignment,
+                f"The grader could not record this submission's report: {first_line(error)}",
+                seed=self.seed,
+                device=self.device,
+            )
+            with contextlib.suppress(Exception):
+                write_json_atomic(path, data)
+            return report_from_dict(data)
