@@ -2,9 +2,9 @@
 
 Usage: python solutions/pytorch_losses/make_public_fixtures.py [--out DIR]
 
-Writes `<part_id>.pt` (tensors and numbers, loadable with weights_only=True) into DIR, by
-default assignments/pytorch_losses/public_fixtures. Public seeds are below 10000; hidden tests
-draw theirs at grading time.
+Writes `mse.pt` and `cross_entropy.pt` (tensors and numbers, loadable with weights_only=True)
+into DIR, by default assignments/pytorch_losses/public_fixtures. Public seeds are below 10000
+(here 3000-3999); hidden tests draw theirs at grading time.
 """
 
 from __future__ import annotations
@@ -20,12 +20,44 @@ DEFAULT_OUT = SOLUTIONS_DIR.parents[1] / "assignments" / "pytorch_losses" / "pub
 if str(SOLUTIONS_DIR) not in sys.path:
     sys.path.insert(0, str(SOLUTIONS_DIR))
 
-import scale  # noqa: E402
+import cross_entropy  # noqa: E402
+import mse  # noqa: E402
 
 
-def scale_fixture() -> dict[str, object]:
-    x = torch.randn(4, 3, generator=torch.Generator().manual_seed(1000), dtype=torch.float64)
-    return {"x": x, "factor": 2.5, "y": scale.scale(x, 2.5)}
+def _loss_and_grad(function, x, other):
+    x = x.clone().requires_grad_(True)
+    loss = function(x, other)
+    (grad,) = torch.autograd.grad(loss, x)
+    return loss.detach(), grad
+
+
+def mse_fixture() -> dict[str, object]:
+    generator = torch.Generator().manual_seed(3001)
+    pred = torch.randn(6, 4, generator=generator, dtype=torch.float64)
+    target = torch.randn(6, 4, generator=generator, dtype=torch.float64)
+    loss, grad = _loss_and_grad(mse.mse_loss, pred, target)
+    return {"pred": pred, "target": target, "loss": loss, "grad": grad}
+
+
+def cross_entropy_fixture() -> dict[str, object]:
+    generator = torch.Generator().manual_seed(3002)
+    logits = 3.0 * torch.randn(5, 4, generator=generator, dtype=torch.float64)
+    labels = torch.randint(0, 4, (5,), generator=generator, dtype=torch.int64)
+    loss, grad = _loss_and_grad(cross_entropy.cross_entropy, logits, labels)
+    generator = torch.Generator().manual_seed(3003)
+    large_logits = 1e4 * torch.randn(6, 3, generator=generator, dtype=torch.float32)
+    large_labels = torch.randint(0, 3, (6,), generator=generator, dtype=torch.int64)
+    large_loss, large_grad = _loss_and_grad(cross_entropy.cross_entropy, large_logits, large_labels)
+    return {
+        "logits": logits,
+        "labels": labels,
+        "loss": loss,
+        "grad": grad,
+        "large_logits": large_logits,
+        "large_labels": large_labels,
+        "large_loss": large_loss,
+        "large_grad": large_grad,
+    }
 
 
 def main() -> None:
@@ -34,7 +66,8 @@ def main() -> None:
     out = parser.parse_args().out
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)
-    torch.save(scale_fixture(), out / "scale.pt")
+    torch.save(mse_fixture(), out / "mse.pt")
+    torch.save(cross_entropy_fixture(), out / "cross_entropy.pt")
 
 
 if __name__ == "__main__":
