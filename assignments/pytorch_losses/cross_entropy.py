@@ -1,0 +1,30 @@
+"""Part `cross_entropy`: softmax cross-entropy from logits, written by hand."""
+
+from __future__ import annotations
+
+import torch
+
+
+def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Return the mean cross-entropy of `logits` against the class indices `labels`.
+
+    logits is (N, C), float32 or float64, on any device: one row of unnormalised scores per
+    sample. labels is (N,), int64, on the same device, each in 0 .. C-1. For each row i,
+
+        loss_i = log(sum_j exp(logits[i, j])) - logits[i, labels[i]]
+
+    and the result is the mean of loss_i over the N rows: a 0-dim tensor of logits' dtype
+    and device, equal to torch.nn.functional.cross_entropy(logits, labels), through which
+    gradients flow to logits.
+
+    It must stay finite and correct for large logits (|logits| up to 1e4): exp(1e4)
+    overflows to inf in float32 and float64. Compute log(sum_j exp(z_j)) as
+    m + log(sum_j exp(z_j - m)) with m the row's largest logit (the log-sum-exp trick).
+
+    Not allowed here: torch.nn.functional.cross_entropy, torch.nn.CrossEntropyLoss and
+    log_softmax (torch.log_softmax, F.log_softmax, Tensor.log_softmax, nn.LogSoftmax). Usual
+    mistakes: logits[labels] (picks rows, not each row's label: use
+    logits[torch.arange(N), labels] or logits.gather), summing instead of averaging,
+    forgetting the max subtraction.
+    """
+    raise NotImplementedError("cross_entropy: log-sum-exp of each row minus its label's logit")
