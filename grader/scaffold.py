@@ -6,8 +6,12 @@ assignment needs, so course staff replace it rather than start from nothing:
     assignments/NAME/assignment.toml        the manifest
     assignments/NAME/scale.py               the stub students complete
     assignments/NAME/public_tests/test_scale.py
+    assignments/NAME/public_tests/conftest.py   loads the grader's plugin for plain pytest
     assignments/NAME/public_fixtures/scale.pt   made by make_public_fixtures.py
-    assignments/NAME/walkthrough.ipynb      one marked cell per part
+    assignments/NAME/build_notebook.py      the notebook's source (nbformat, fixed cell ids)
+    assignments/NAME/walkthrough.ipynb      written by build_notebook.py
+    assignments/NAME/requirements.txt       what students install
+    assignments/NAME/README.md              the kit's README: install, check, submit
     solutions/NAME/scale.py                 the reference
     solutions/NAME/make_public_fixtures.py
     solutions/NAME/hidden_tests/probes.py, test_scale.py
@@ -17,13 +21,16 @@ docs/authoring.md explains every file.
 
 from __future__ import annotations
 
-import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from grader.errors import ConfigError, UsageError
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,63}")
+# nbformat imports in well under a second; this only bounds a broken interpreter.
+NOTEBOOK_BUILD_TIMEOUT_S = 120
 
 MANIFEST = """\
 # The manifest the grader reads (docs/authoring.md lists every key).
@@ -201,48 +208,181 @@ def test_scale_leaves_x_unchanged(compare, seed, device):
 '''
 
 
-def _notebook(name: str, title: str) -> str:
-    """The walkthrough: an introduction, the marked cell of the part, a cell that uses it."""
+CONFTEST = '''\
+"""Lets plain pytest run these tests: `cd assignments/{name} && pytest public_tests`.
 
-    def cell(kind: str, source: str, tags: list[str] | None = None) -> dict[str, object]:
-        entry: dict[str, object] = {
-            "cell_type": kind,
-            "metadata": {"tags": tags} if tags else {},
-            "source": source,
-        }
-        if kind == "code":
-            entry.update(execution_count=None, outputs=[])
-        return entry
+`python -m grader check` loads the grader's public-test plugin itself; plain pytest needs it
+named here. The plugin provides the fixtures (`part`, `load_part`, `expected`, `load_fixture`,
+`device`, `student_dir`) and the `points` marker. To test the files of another folder:
+`GRADER_STUDENT_DIR=path/to/files pytest public_tests`.
+"""
 
-    cells = [
-        cell(
-            "markdown",
-            f"# {title}\n\nEach part has one cell marked `# part: <part_id>`. It imports your "
-            "functions from the part's file; you may replace the import with your own code, "
-            "and the grader then grades that cell instead of the file.",
-        ),
-        cell("code", "import torch"),
-        cell("markdown", "## Part 1: `scale.py`"),
-        cell(
-            "code",
-            "# part: scale\n# Write your code in scale.py, or replace the import below.\n"
-            "from scale import scale",
-            ["part:scale"],
-        ),
-        cell("code", "print(scale(torch.arange(3.0), 2.0))"),
-    ]
-    notebook = {
-        "cells": cells,
-        "metadata": {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-            "language_info": {"name": "python"},
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    for index, entry in enumerate(cells):
-        entry["id"] = f"{name[:20]}-{index}"
-    return json.dumps(notebook, indent=1) + "\n"
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+COURSE_ROOT = Path(__file__).resolve().parents[3]
+
+# Started inside the assignment folder, pytest finds the grader only if it is installed:
+# otherwise put the course folder that holds it on the import path, for the plugin below.
+if importlib.util.find_spec("grader") is None and (COURSE_ROOT / "grader").is_dir():
+    sys.path.insert(0, str(COURSE_ROOT))
+
+pytest_plugins = ("grader.public_plugin",)
+'''
+
+REQUIREMENTS = """\
+# Everything the starter kit needs. From the kit's folder:
+#   pip install -r assignments/{name}/requirements.txt
+# The kit's constraints pin torch to the version the grader grades with.
+-c ../../constraints.txt
+torch>=2.4
+pytest>=8
+rich>=13
+nbformat>=5.9
+nbconvert>=7
+tomli>=2; python_version < "3.11"
+# For walkthrough.ipynb: a Jupyter kernel (JupyterLab or VS Code opens it).
+ipykernel>=6
+"""
+
+KIT_README = """\
+# {title}: starter kit
+
+<!-- The README at the top of the students' kit: say what the assignment is about, and keep
+the table of parts in step with assignment.toml. -->
+
+```
+grader/                          the grader (you run it; do not edit it)
+assignments/{name}/
+    scale.py                     the file you complete, one per part
+    walkthrough.ipynb            a notebook that tries your code out
+    public_tests/                the tests `check` runs
+    requirements.txt             what to install
+```
+
+| part | file | points |
+|---|---|---|
+| `scale` | `scale.py` | 10 |
+
+Each function's docstring says what to compute, with which shapes and dtypes. Keep the
+function names and signatures as they are.
+
+## The workflow
+
+Run every command in the kit's folder, the one that holds `grader/` and `assignments/`.
+
+```bash
+python -m venv .venv && source .venv/bin/activate    # Windows: .venv\\Scripts\\activate
+pip install -r assignments/{name}/requirements.txt
+pip install --no-deps -e .          # so that `python -m grader` works from any folder
+python -m grader check              # public tests, a table per part
+python -m grader submit             # writes {name}_submission.zip
+```
+
+Upload `{name}_submission.zip` to Gradescope as it is. You may also write a part's code in
+its marked cell of `walkthrough.ipynb` (the cell whose first line is `# part: <part_id>`)
+instead of the `.py` file; the grader then grades that cell. Plain pytest works too:
+`cd assignments/{name} && pytest public_tests`.
+
+Passing `check` is a good sign, not a guarantee: the hidden tests use secret random inputs,
+other shapes and both float32 and float64.
+"""
+
+BUILD_NOTEBOOK = '''\
+"""Build walkthrough.ipynb, the notebook students may work in and submit.
+
+Usage: python assignments/{name}/build_notebook.py [--out PATH]
+
+This script is the notebook's source: edit it, rerun it, and commit both. Cell ids are fixed
+and no outputs are written, so an unchanged script rebuilds a byte-identical notebook.
+Each part has exactly one code cell tagged `part:<part_id>` whose first line is
+`# part: <part_id>`; the grader finds a student's code for the part by these markers.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+NOTEBOOK_PATH = Path(__file__).resolve().parent / "walkthrough.ipynb"
+
+INTRO = """\\
+# {title}
+
+Each part has one cell marked `# part: <part_id>`. It imports your functions from the
+part's file; you may replace the import with your own code, and the grader then grades
+that cell instead of the file."""
+
+SETUP = "import torch"
+
+# One entry per part, in the manifest's order: its id, its file's module, the names the
+# marked cell imports, the markdown above the cell, and code cells below it that try it out.
+PARTS: list[tuple[str, str, list[str], str, list[str]]] = [
+    (
+        "scale",
+        "scale",
+        ["scale"],
+        "## Part 1: `scale.py`",
+        ["print(scale(torch.arange(3.0), 2.0))"],
+    ),
+]
+
+
+def part_cell_source(part_id: str, module: str, names: list[str]) -> str:
+    """The marked cell of a part: the marker line, then an import from the part's file."""
+    return "\\n".join(
+        [
+            f"# part: {{part_id}}",
+            f"# Write your code in {{module}}.py, or replace the import below.",
+            f"from {{module}} import {{', '.join(names)}}",
+        ]
+    )
+
+
+def build_notebook() -> NotebookNode:
+    """Return the notebook, without outputs and with fixed cell ids."""
+    cells: list[NotebookNode] = []
+
+    def add(cell: NotebookNode) -> None:
+        # nbformat gives new cells random ids; fixed ones keep the file reproducible.
+        cell["id"] = f"cell-{{len(cells) + 1:02d}}"
+        cells.append(cell)
+
+    add(nbformat.v4.new_markdown_cell(INTRO))
+    add(nbformat.v4.new_code_cell(SETUP))
+    for part_id, module, names, introduction, usage_cells in PARTS:
+        add(nbformat.v4.new_markdown_cell(introduction))
+        add(
+            nbformat.v4.new_code_cell(
+                part_cell_source(part_id, module, names), metadata={{"tags": [f"part:{{part_id}}"]}}
+            )
+        )
+        for source in usage_cells:
+            add(nbformat.v4.new_code_cell(source))
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata = {{
+        "kernelspec": {{"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "language_info": {{"name": "python"}},
+    }}
+    nbformat.validate(notebook)
+    return notebook
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=NOTEBOOK_PATH)
+    nbformat.write(build_notebook(), parser.parse_args().out)
+
+
+if __name__ == "__main__":
+    main()
+'''
 
 
 def scaffold_files(name: str, title: str) -> dict[str, str]:
@@ -252,7 +392,10 @@ def scaffold_files(name: str, title: str) -> dict[str, str]:
         f"{assignment}/assignment.toml": MANIFEST.format(name=name, title=title),
         f"{assignment}/scale.py": STUB,
         f"{assignment}/public_tests/test_scale.py": PUBLIC_TEST,
-        f"{assignment}/walkthrough.ipynb": _notebook(name, title),
+        f"{assignment}/public_tests/conftest.py": CONFTEST.format(name=name),
+        f"{assignment}/build_notebook.py": BUILD_NOTEBOOK.format(name=name, title=title),
+        f"{assignment}/requirements.txt": REQUIREMENTS.format(name=name),
+        f"{assignment}/README.md": KIT_README.format(name=name, title=title),
         f"{solutions}/scale.py": REFERENCE,
         f"{solutions}/make_public_fixtures.py": FIXTURE_SCRIPT.format(name=name),
         f"{solutions}/hidden_tests/probes.py": PROBES.format(name=name),
@@ -284,4 +427,22 @@ def scaffold_assignment(root: Path, name: str, *, title: str | None = None) -> l
     fixtures = root / "assignments" / name / "public_fixtures"
     regenerate_fixtures(root / "solutions" / name / "make_public_fixtures.py", fixtures)
     created.extend(sorted(fixtures.iterdir()))
+    created.append(_build_notebook(root / "assignments" / name))
     return created
+
+
+def _build_notebook(assignment_dir: Path) -> Path:
+    """Run the new build_notebook.py, so the notebook is exactly what its source builds."""
+    notebook = assignment_dir / "walkthrough.ipynb"
+    process = subprocess.run(
+        [sys.executable, str(assignment_dir / "build_notebook.py"), "--out", str(notebook)],
+        capture_output=True,
+        text=True,
+        timeout=NOTEBOOK_BUILD_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    if process.returncode != 0:
+        tail = (process.stderr or process.stdout).strip().splitlines()[-1:]
+        raise ConfigError(f"build_notebook.py failed (exit code {process.returncode}): {tail}")
+    return notebook

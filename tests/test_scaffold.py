@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,14 +22,77 @@ def test_new_writes_every_file_of_an_assignment(tmp_path: Path) -> None:
         "assignments/demo/assignment.toml",
         "assignments/demo/scale.py",
         "assignments/demo/public_tests/test_scale.py",
+        "assignments/demo/public_tests/conftest.py",
         "assignments/demo/public_fixtures/scale.pt",
+        "assignments/demo/build_notebook.py",
         "assignments/demo/walkthrough.ipynb",
+        "assignments/demo/requirements.txt",
+        "assignments/demo/README.md",
         "solutions/demo/scale.py",
         "solutions/demo/make_public_fixtures.py",
         "solutions/demo/hidden_tests/probes.py",
         "solutions/demo/hidden_tests/test_scale.py",
     }
     assert 'title = "A demo"' in (tmp_path / "assignments/demo/assignment.toml").read_text()
+
+
+def test_new_writes_the_kit_files_students_install_from(tmp_path: Path) -> None:
+    scaffold_assignment(tmp_path, "demo", title="A demo")
+    kit = tmp_path / "assignments/demo"
+    requirements = (kit / "requirements.txt").read_text()
+    assert "-c ../../constraints.txt" in requirements
+    assert "ipykernel" in requirements
+    readme = (kit / "README.md").read_text()
+    assert "pip install -r assignments/demo/requirements.txt" in readme
+    assert "pip install --no-deps -e ." in readme
+    assert "python -m grader submit" in readme
+
+
+def _plain_pytest(
+    folder: Path, *, student_dir: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`pytest public_tests` run in `folder`, as a student would, with no grader option."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST")}
+    env.pop("GRADER_STUDENT_DIR", None)
+    if student_dir is not None:
+        env["GRADER_STUDENT_DIR"] = str(student_dir)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "public_tests"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_plain_pytest_runs_the_scaffolded_public_tests(tmp_path: Path) -> None:
+    scaffold_assignment(tmp_path, "demo")
+    folder = tmp_path / "assignments/demo"
+    on_reference = _plain_pytest(folder, student_dir=tmp_path / "solutions/demo")
+    assert on_reference.returncode == 0, on_reference.stdout + on_reference.stderr
+    assert "2 passed" in on_reference.stdout
+    on_stubs = _plain_pytest(folder)
+    assert on_stubs.returncode == 1, on_stubs.stdout + on_stubs.stderr
+    assert "NotImplementedError" in on_stubs.stdout
+    assert "not found in `markers`" not in on_stubs.stdout + on_stubs.stderr
+
+
+def test_scaffolded_notebook_is_what_its_build_script_writes(tmp_path: Path) -> None:
+    scaffold_assignment(tmp_path, "demo")
+    folder = tmp_path / "assignments/demo"
+    rebuilt = tmp_path / "rebuilt.ipynb"
+    subprocess.run(
+        [sys.executable, str(folder / "build_notebook.py"), "--out", str(rebuilt)],
+        check=True,
+        timeout=120,
+    )
+    assert rebuilt.read_bytes() == (folder / "walkthrough.ipynb").read_bytes()
+    cells = json.loads(rebuilt.read_text())["cells"]
+    marked = [cell for cell in cells if cell["metadata"].get("tags") == ["part:scale"]]
+    assert len(marked) == 1
+    assert "".join(marked[0]["source"]).startswith("# part: scale\n")
 
 
 def test_new_refuses_a_bad_or_taken_name(
