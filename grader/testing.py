@@ -225,8 +225,8 @@ def assert_losses_close(
             message += f" The first loss is {factor}."
         elif step > 0 and g > got[step - 1] and w <= want[step - 1]:
             message += (
-                " Your loss grows where the reference's shrinks: check the sign of the update "
-                "(w -= learning_rate * grad) and the learning rate."
+                " Your loss grows where the reference's shrinks: check the gradients the update "
+                "uses, its sign (w -= learning_rate * grad) and the learning rate."
             )
         raise AssertionError(_with_hint(message, hint))
 

@@ -160,7 +160,8 @@ def test_train_sigmoid_net(compare, seed, device, dtype, steps):
     hint = (
         "y_pred = sigmoid(x @ w1) @ w2 with your sigmoid, loss = ((y_pred - y) ** 2).sum(); "
         "record loss.item() before each update, update w1 and w2 in place inside "
-        "torch.no_grad(), then zero their gradients."
+        "torch.no_grad(), then zero their gradients. Training uses your Sigmoid.backward: if "
+        "its own tests fail, fix it first."
     )
     assert got["losses"] is not None, probes.no_losses_message(got, "train_sigmoid_net")
     assert_losses_close(
