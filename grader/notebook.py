@@ -753,7 +753,8 @@ def point_at_cells(message: str, maps: dict[str, NotebookOrigin], own_file: str 
     """Rewrite references to lines of generated files as the notebook cells they came from.
 
     "line 8 of autograd_loop.py" becomes "line 3 of notebook cell 7 (`def train(...`)";
-    "autograd_loop.py has a syntax error on line 8" and traceback frames likewise. In a
+    "autograd_loop.py has a syntax error on line 8", "autograd_loop.py failed to import" and
+    traceback frames likewise. In a
     message about `own_file` (a test of its part) that names that file, a bare "line 8:"
     (how static rules list findings) is rewritten too. Each place is rewritten at most once;
     lines the grader wrote itself are left as they are.
@@ -766,6 +767,7 @@ def point_at_cells(message: str, maps: dict[str, NotebookOrigin], own_file: str 
             rf"(?P<syntax>\b{name} has a syntax error on line (?P<syntax_line>\d+))",
             rf"(?P<of>\bline (?P<of_line>\d+) of {name})",
             rf'(?P<frame>File "(?:[^"\n]*/)?{name}", line (?P<frame_line>\d+))',
+            rf"(?P<failed>\b{name} failed to import)",
         ]
         if file_name == own_file:
             patterns.append(r"(?P<bare>\bline (?P<bare_line>\d+):)")
@@ -775,6 +777,9 @@ def point_at_cells(message: str, maps: dict[str, NotebookOrigin], own_file: str 
 
 def _rewrite(match: re.Match[str], origin: NotebookOrigin) -> str:
     groups = match.groupdict()
+    if groups.get("failed") is not None:
+        # There is no such file to blame: the part's code is the notebook's.
+        return "The part's code from the notebook failed to run"
     kind = next(k for k in ("syntax", "of", "frame", "bare") if groups.get(k) is not None)
     found = origin.locate(int(match.group(f"{kind}_line")))
     if found is None:

@@ -410,8 +410,23 @@ def origin_for(*runs: tuple[int, int, int, int]) -> NotebookOrigin:
         ),
         ("line 12 of manual_backprop.py", "line 12 of manual_backprop.py"),
         ("Found: line 9: x (no file named)", "Found: line 9: x (no file named)"),
+        (
+            "autograd_loop.py failed to import: NameError: name 'lr' is not defined (line 12 of "
+            "autograd_loop.py).",
+            "The part's code from the notebook failed to run: NameError: name 'lr' is not "
+            "defined (line 4 of notebook cell 7 (`first line 7`)).",
+        ),
     ],
-    ids=["runtime", "syntax", "traceback", "static-rule", "header-line", "other-file", "unnamed"],
+    ids=[
+        "runtime",
+        "syntax",
+        "traceback",
+        "static-rule",
+        "header-line",
+        "other-file",
+        "unnamed",
+        "import-failure",
+    ],
 )
 def test_point_at_cells(message: str, expected: str) -> None:
     origin = origin_for((9, 5, 7, 1), (18, 3, 9, 1))
