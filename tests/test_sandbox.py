@@ -9,6 +9,7 @@ import math
 import os
 import pickle
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -18,25 +19,24 @@ from typing import Any
 import pytest
 import torch
 
-from grader import sandbox_confine
 from grader.assignment import Limits
 from grader.errors import UsageError
-from grader.sandbox import (
+from grader.sandbox import confine as sandbox_confine
+from grader.sandbox.client import (
     PROTECTION_NAMES,
     TIMEOUT_OVERRIDE_ENV,
     PendingJob,
     Sandbox,
     SandboxError,
     SandboxSettings,
-    StudentFailure,
-    _remove_files_of,
-    decode_result,
     limits_from_environment,
-    live_processes_of,
     protections_notice,
 )
+from grader.sandbox.feedback import StudentFailure
+from grader.sandbox.identity import live_processes_of, remove_files_of
+from grader.sandbox.wire import decode_result
 
-SERVER = Path(__file__).resolve().parent.parent / "grader" / "sandbox_server.py"
+SERVER = Path(__file__).resolve().parent.parent / "grader" / "sandbox" / "server.py"
 
 
 def _server_module() -> Any:
@@ -217,7 +217,7 @@ def test_leftovers_of_the_sandbox_uid_are_removed_and_nothing_else(tmp_path: Pat
     os.chown(shared / "made-a-folder", uid, uid)
     mine = shared / "grader-file"
     mine.write_text("keep")
-    _remove_files_of(uid, [shared])
+    remove_files_of(uid, [shared])
     assert not theirs[0].exists() and not theirs[1].exists()
     assert not (shared / "made-a-folder").exists()
     assert theirs[2].exists()  # not in a folder the uid could write, so never looked at
@@ -443,10 +443,22 @@ def test_a_job_over_the_gpu_memory_cap_is_told_so(tmp_path: Path) -> None:
     assert "the limit is 512 MB" in failure.value.message
 
 
-def test_the_server_needs_no_grader_imports() -> None:
+def test_the_server_needs_no_grader_imports(tmp_path: Path) -> None:
     """The server runs with `python -I` outside the package: only stdlib and torch."""
-    source = SERVER.read_text()
-    assert "import grader" not in source and "from grader" not in source
+    check = (
+        "import importlib.util, sys\n"
+        "spec = importlib.util.spec_from_file_location('server', sys.argv[1])\n"
+        "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] == 'grader'))\n"
+    )
+    process = subprocess.run(
+        [sys.executable, "-I", "-c", check, str(SERVER)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert process.stdout.strip() == "[]", process.stderr
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root")

@@ -1,6 +1,6 @@
 """The student side: a fork server that runs probes against student code, one process per job.
 
-Started by grader/sandbox.py as `python -I sandbox_server.py`, with a scrubbed environment.
+Started by client.py as `python -I server.py`, with a scrubbed environment.
 It imports only the standard library and torch (never the grader package), imports torch
 once, triggers torch's lazy imports once, and then forks one fresh *student process* per
 job, which before any student code:
@@ -60,7 +60,34 @@ import sysconfig
 import time
 import traceback
 import warnings
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+
+def _load_module(name: str, path: str, code: Any = None) -> Any:
+    """Import the file at `path` as module `name`, from `code` if it was compiled already."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    if code is None:
+        spec.loader.exec_module(module)
+    else:
+        exec(code, module.__dict__)  # what exec_module does with the code it compiles
+    return module
+
+
+def _sibling(name: str) -> Any:
+    """One of the package's stdlib-only modules beside this file, loaded by path (we run
+    outside the package, with `python -I`, so it cannot be imported by name)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return _load_module(f"sandbox_{name}", os.path.join(here, f"{name}.py"))
+
+
+if TYPE_CHECKING:
+    from grader.sandbox import protocol
+else:
+    protocol = _sibling("protocol")
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -101,14 +128,13 @@ PR_CAP_AMBIENT_CLEAR_ALL = 4
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 MAX_MESSAGE_CHARS = 4000
 MAX_TRACEBACK_CHARS = 6000
-MAX_OPEN_FILES = 256
 # Top-level folders of the operating system; every other one is covered by an empty tmpfs.
 SYSTEM_TOP_DIRS = frozenset(
     {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys"}
     | {"run", "var", "tmp"}
 )
 # What Landlock leaves readable besides Python, torch and the job: the operating system.
-# (/dev is a rule of its own in sandbox_confine.py; /run, /var and /tmp are not needed.)
+# (/dev is a rule of its own in confine.py; /run, /var and /tmp are not needed.)
 CONFINED_SYSTEM_DIRS = (
     *("bin", "sbin", "lib", "lib32", "lib64", "libx32"),
     *("usr", "etc", "proc", "sys"),
@@ -119,27 +145,16 @@ LIVE_TREES = ("/proc", "/sys", "/dev")
 RESULT_FD, ERROR_FD, PROGRESS_FD = 3, 4, 5
 # The server's pidfd, kept only until the student process runs as the sandbox uid.
 SERVER_FD = 6
-# Exit statuses of the student process that carry meaning (anything else is the student's).
-EXIT_RAISED, EXIT_UNREPORTABLE, EXIT_SETUP = 2, 3, 4
-# What the start-up probe finds out; every later job must get all of those that were there.
-PROBED = (
-    "landlock",
-    "seccomp",
-    "pid_namespace",
-    "network_isolated",
-    "ipc_isolated",
-    "read_only_filesystem",
-    "private_proc",
-    "private_tmp",
-    "paths_hidden",
-    "minimal_view",
+# Shared with the client (protocol.py): what exit statuses mean, the probed protections,
+# the result's wire format.
+EXIT_RAISED, EXIT_UNREPORTABLE, EXIT_SETUP = (
+    protocol.EXIT_RAISED,
+    protocol.EXIT_UNREPORTABLE,
+    protocol.EXIT_SETUP,
 )
-# The result's wire format (read by grader/sandbox.py), and the tensor dtypes it carries.
-WIRE_VERSION = 1
-WIRE_DTYPES = frozenset(
-    {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"}
-    | {"float64", "complex64", "complex128"}
-)
+MAX_OPEN_FILES = protocol.MAX_OPEN_FILES
+PROBED = protocol.PROBED
+WIRE_VERSION, WIRE_DTYPES = protocol.WIRE_VERSION, protocol.WIRE_DTYPES
 # Student files up to this size are compiled once by the server rather than by every job.
 MAX_PRECOMPILED_BYTES = 256 * 1024
 # In the server's work folder while it compiles a student file.
@@ -643,20 +658,6 @@ def _describe_exception(error: BaseException, phase: str, student_file: str) -> 
     }
 
 
-def _load_module(name: str, path: str, code: Any = None) -> Any:
-    """Import the file at `path` as module `name`, from `code` if it was compiled already."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    if code is None:
-        spec.loader.exec_module(module)
-    else:
-        exec(code, module.__dict__)  # what exec_module does with the code it compiles
-    return module
-
-
 def _die_with_server(server_pidfd: int) -> None:
     """Be killed when the server dies, or exit now if it already has.
 
@@ -672,7 +673,7 @@ def _die_with_server(server_pidfd: int) -> None:
 def _confine(
     config: dict[str, Any], job: dict[str, Any], setup: dict[str, Any], home: str
 ) -> dict[str, Any]:
-    """Landlock and seccomp, the walls that need no privilege (grader/sandbox_confine.py).
+    """Landlock and seccomp, the walls that need no privilege (confine.py).
 
     Read: the operating system, Python and torch, and this job's folders; write: the job's
     home and shared memory (DataLoader workers), plus /tmp where it is a private tmpfs.
@@ -1273,10 +1274,7 @@ def main() -> int:
         os.path.dirname(os.path.dirname(torch.__file__)),
     ]
 
-    config["confine"] = _load_module(
-        "sandbox_confine",
-        os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox_confine.py"),
-    )
+    config["confine"] = _sibling("confine")
     config["view"] = _server_view(config)
     config["server_offline"] = _leave_the_network()
     config["gpu_memory"] = _open_gpu_memory_reader(config["device"])
