@@ -31,12 +31,18 @@ forked from the zygote, which does all of the above for that submission's jobs a
 killed when the next submission starts; so no student process's memory ever held another
 submission's files, output or messages.
 
-Protocol, one JSON object per line. Our stdin is a unix socket: the trusted side writes the
-settings on it, we answer on our stdout {"event": "ready", "protections", "gpu_memory_cap"};
-then each request on the socket ({"probe_files"}) carries one descriptor, a socket for one
-submission, and we answer {"event": "forked", "pid"}. On that socket the trusted side writes
-jobs and the submission's server answers per job {"event": "started", "pid"} and {"event":
-"exited", "status", "timed_out", "setup", ...}.
+The protocol with the client (client.py) is protocol.py's: the `Config` on our stdin (a
+unix socket), `Ready` on our stdout, then a `SubmissionRequest` with a socket for each
+submission, answered with `Forked`; on that socket, a `Job` answered with `Started` and
+`Exited`. protocol.py and confine.py are loaded by path: we run outside the package.
+What the server holds besides the `Config` is a `ServerState`.
+
+Why one file of ~1,350 lines: it is the script `python -I` runs, outside the package (so
+that the student process inherits no grader code and nothing of the grader is importable
+from it), and every part of it runs in the zygote, a submission's server or the student
+process, in the order the module docstring gives. Its stdlib-only helpers that are not
+about the process tree (the messages, Landlock and seccomp) are already modules of their
+own, loaded by path.
 """
 
 from __future__ import annotations
@@ -60,7 +66,9 @@ import sysconfig
 import time
 import traceback
 import warnings
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 
 def _load_module(name: str, path: str, code: Any = None) -> Any:
@@ -86,6 +94,7 @@ def _sibling(name: str) -> Any:
 
 if TYPE_CHECKING:
     from grader.sandbox import protocol
+    from grader.sandbox.protocol import Config, Job, LimitsConfig
 else:
     protocol = _sibling("protocol")
 
@@ -169,6 +178,49 @@ GPU_CONTEXT_ALLOWANCE_MB = 1024
 # How long the monitor keeps reading output after the student side is gone.
 DRAIN_GRACE_S = 1.0
 
+
+@dataclass
+class ServerState:
+    """What the server holds besides the client's `Config`, built up as it starts.
+
+    One per process: a submission's server, forked from the zygote, changes its own copy.
+    """
+
+    config: Config
+    # The zygote's pid: a submission's server exits if its parent is no longer that one.
+    zygote: int = 0
+    # The top-level folders that a view covers with an empty tmpfs (all but the system's).
+    cover: list[str] = field(default_factory=list)
+    # A pidfd of the jobs' monitor (this process), readable once it has died.
+    server_pidfd: int = -1
+    # Processes and threads of our uid before any job (RLIMIT_NPROC counts them all when we
+    # are not root, so a job's limit goes on top); None as root.
+    nproc_baseline: int | None = None
+    # What the covers must leave visible: the interpreter and its libraries, torch.
+    keep: list[str] = field(default_factory=list)
+    # confine.py, loaded by path.
+    confine: Any = None
+    # The protections the server's own view already gives (None: each job shapes it all).
+    view: dict[str, Any] | None = None
+    # The server already left the network, and every job with it.
+    server_offline: bool = False
+    # Reads a GPU job's memory from outside it (None on CPU, or without NVML).
+    gpu_memory: Any = None
+    # Sends a message to the client on the submission's channel (none before there is one:
+    # the start-up probe's "started" is for no one).
+    reply: Callable[[Mapping[str, object]], None] = lambda message: None
+    # What the start-up probe got: a job that cannot get all of it is refused.
+    require: list[str] = field(default_factory=list)
+    # Probe files imported once, by path (None: it failed, each job imports it and reports).
+    probe_modules: dict[str, Any] = field(default_factory=dict)
+    # The file that names the student file being compiled (see _compile_student_file).
+    compile_marker: str = ""
+    # Student files compiled once per submission: path -> (content digest, code or None).
+    student_code: dict[str, tuple[bytes, Any]] = field(default_factory=dict)
+    # The digest a dead server's compile marker named: never compiled here again.
+    compile_crashed: frozenset[str] = frozenset()
+
+
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
 _libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
@@ -248,11 +300,11 @@ def _make_read_only() -> bool:
     return done
 
 
-def _isolate(config: dict[str, Any], job_paths: list[str]) -> dict[str, Any]:
+def _isolate(state: ServerState, job_paths: list[str]) -> dict[str, Any]:
     """New network, IPC and mount namespaces, and a reduced view of the file system."""
     done: dict[str, Any] = {
         "pid_namespace": os.getpid() == 1,
-        "network_isolated": config["server_offline"] or _libc.unshare(CLONE_NEWNET) == 0,
+        "network_isolated": state.server_offline or _libc.unshare(CLONE_NEWNET) == 0,
         "ipc_isolated": _libc.unshare(CLONE_NEWIPC) == 0,
         "read_only_filesystem": False,
         "private_proc": False,
@@ -265,7 +317,7 @@ def _isolate(config: dict[str, Any], job_paths: list[str]) -> dict[str, Any]:
         return done
     # The server's own view (when it could shape one) is already private and read-only, with
     # the covers and hidden paths in place: a copy of it needs only this job's own parts.
-    view = config.get("view")
+    view = state.view
     if view is None:
         try:
             _mount("none", "/", None, MS_REC | MS_PRIVATE)
@@ -280,13 +332,13 @@ def _isolate(config: dict[str, Any], job_paths: list[str]) -> dict[str, Any]:
             _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
             done["private_proc"] = True
     done.update(
-        _shape_view(config, read_only=[*config["keep"], *job_paths], base=view is None, jobs=True)
+        _shape_view(state, read_only=[*state.keep, *job_paths], base=view is None, jobs=True)
     )
     return done
 
 
 def _shape_view(
-    config: dict[str, Any],
+    state: ServerState,
     *,
     read_only: list[str],
     writable: tuple[str, ...] = (),
@@ -311,8 +363,8 @@ def _shape_view(
     covered: list[str] = []
     if jobs:
         private_ok = True
-        tmp_mb = int(config["limits"]["tmp_mb"])
-        for path in config["private_dirs"]:
+        tmp_mb = int(state.config["limits"]["tmp_mb"])
+        for path in state.config["private_dirs"]:
             if not os.path.isdir(path) or os.path.islink(path):
                 continue
             try:
@@ -327,7 +379,7 @@ def _shape_view(
         # Everything outside the system's own folders disappears (home folders, the course,
         # other submissions), so there is nothing to search for; made read-only once the
         # paths to keep are back.
-        for path in config["cover"]:
+        for path in state.cover:
             try:
                 if os.path.islink(path):
                     continue
@@ -368,12 +420,13 @@ def _shape_view(
         for path in covered:
             _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
         done["minimal_view"] = view_ok
-        done["paths_hidden"] = _hide(config["hide"])
+        done["paths_hidden"] = _hide(state.config["hide"])
     if private_mounted:
         home = os.path.join(private_mounted[0], "home")
         os.mkdir(home, 0o700)
-        if config.get("uid") is not None:
-            os.chown(home, config["uid"], config["gid"])
+        uid, gid = state.config.get("uid"), state.config.get("gid")
+        if uid is not None and gid is not None:
+            os.chown(home, uid, gid)
         done["home"] = home
     return done
 
@@ -404,7 +457,7 @@ def _leave_the_network() -> bool:
     return os.geteuid() == 0 and _libc.unshare(CLONE_NEWNET) == 0
 
 
-def _server_view(config: dict[str, Any]) -> dict[str, Any] | None:
+def _server_view(state: ServerState) -> dict[str, Any] | None:
     """Shape the server's own view once (read-only, covered, hidden; its work folder
     writable), so that each job copies it and adds only its private parts (~1 ms less per
     job than shaping the whole view each time). As root only: a user could get a mount
@@ -419,9 +472,9 @@ def _server_view(config: dict[str, Any]) -> dict[str, Any] | None:
         try:
             _mount("none", "/", None, MS_REC | MS_PRIVATE)
             return _shape_view(
-                config,
-                read_only=config["keep"],
-                writable=(config["workdir"],),
+                state,
+                read_only=state.keep,
+                writable=(state.config["workdir"],),
                 base=True,
                 jobs=False,
             )
@@ -510,11 +563,11 @@ def _open_gpu_memory_reader(device: str) -> _NvmlReader | None:
         return None
 
 
-def _gpu_memory_cap(config: dict[str, Any]) -> str:
+def _gpu_memory_cap(device: str, gpu_memory: _NvmlReader | None) -> str:
     """How a job's GPU memory is capped (environment.sandbox.gpu_memory_cap)."""
-    if config["device"] != "cuda":
+    if device != "cuda":
         return "none (cpu)"
-    return "nvml-watchdog" if config.get("gpu_memory") is not None else "in-process only"
+    return "nvml-watchdog" if gpu_memory is not None else "in-process only"
 
 
 def _in_job(pid: int, student: int) -> bool:
@@ -543,7 +596,7 @@ def _gpu_memory_over_cap(
     return used if used > cap_bytes else None
 
 
-def _set_limits(limits: dict[str, Any], *, device: str) -> None:
+def _set_limits(limits: LimitsConfig, *, device: str) -> None:
     def cap(kind: int, value: int) -> None:
         _soft, hard = resource.getrlimit(kind)
         if hard != resource.RLIM_INFINITY:
@@ -563,10 +616,10 @@ def _set_limits(limits: dict[str, Any], *, device: str) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def _drop_privileges(config: dict[str, Any]) -> None:
+def _drop_privileges(state: ServerState) -> None:
     """Become the sandbox uid (when root) and give up every capability and privilege gain."""
-    uid, gid = config.get("uid"), config.get("gid")
-    limits = config["limits"]
+    uid, gid = state.config.get("uid"), state.config.get("gid")
+    limits = state.config["limits"]
     if os.geteuid() == 0 and uid is not None and gid is not None:
         os.setgroups([])
         os.setgid(gid)
@@ -580,7 +633,7 @@ def _drop_privileges(config: dict[str, Any]) -> None:
         _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
         header = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
         _libc.capset(ctypes.byref(header), (_CapData * 2)())
-        nproc = int(limits["max_processes"]) + int(config.get("nproc_baseline", 0))
+        nproc = int(limits["max_processes"]) + (state.nproc_baseline or 0)
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
@@ -670,9 +723,7 @@ def _die_with_server(server_pidfd: int) -> None:
         os._exit(EXIT_SETUP)
 
 
-def _confine(
-    config: dict[str, Any], job: dict[str, Any], setup: dict[str, Any], home: str
-) -> dict[str, Any]:
+def _confine(state: ServerState, job: Job, setup: dict[str, Any], home: str) -> dict[str, Any]:
     """Landlock and seccomp, the walls that need no privilege (confine.py).
 
     Read: the operating system, Python and torch, and this job's folders; write: the job's
@@ -681,11 +732,11 @@ def _confine(
     course's checkout, other jobs.
     """
     read = [os.path.join("/", name) for name in CONFINED_SYSTEM_DIRS]
-    read += [*config["keep"], job["job_dir"], *([job["shared_dir"]] if "shared_dir" in job else [])]
+    read += [*state.keep, job["job_dir"], *([job["shared_dir"]] if "shared_dir" in job else [])]
     write = [home, "/dev/shm", *(("/tmp", "/var/tmp") if setup.get("private_tmp") else ())]
-    done = config["confine"].confine(read=read, write=write)
+    done = state.confine.confine(read=read, write=write)
     landlock, seccomp = bool(done["landlock"]), bool(done["seccomp"])
-    hidden_but_readable = any(_inside(path, tree) for path in config["hide"] for tree in read)
+    hidden_but_readable = any(_inside(path, tree) for path in state.config["hide"] for tree in read)
     # The guarantees the namespaces give, kept by these other means where they were refused
     # (Docker's default profile): no socket but unix ones; nothing to read but the above.
     return {
@@ -699,18 +750,18 @@ def _confine(
 
 
 def _run_student(
-    job: dict[str, Any],
-    config: dict[str, Any],
+    job: Job,
+    state: ServerState,
     torch: Any,
     files: dict[str, int],
     pipes: dict[str, int],
 ) -> NoReturn:
     """Isolate, limit, unprivilege; import the student's file, run the probe, send data back."""
     os.setsid()
-    _die_with_server(config["server_pidfd"])
+    _die_with_server(state.server_pidfd)
     job_dir = job["job_dir"]
     try:
-        setup = _isolate(config, [job_dir, *([job["shared_dir"]] if "shared_dir" in job else [])])
+        setup = _isolate(state, [job_dir, *([job["shared_dir"]] if "shared_dir" in job else [])])
     except OSError as error:
         os.write(pipes["report"], json.dumps({"refused": f"isolation: {error}"}).encode())
         os._exit(EXIT_SETUP)
@@ -719,13 +770,14 @@ def _run_student(
     with contextlib.suppress(OSError):
         _write_file("/proc/self/oom_score_adj", "1000")
     home = setup["home"] or os.path.join(job_dir, "home")
-    setup.update(_confine(config, job, setup, home))
-    missing = [name for name in job.get("require", ()) if not setup.get(name)]
+    setup.update(_confine(state, job, setup, home))
+    missing = [name for name in state.require if not setup.get(name)]
     report: dict[str, Any] = {"setup": setup}
     if missing:
         report["refused"] = f"protections this server had at start are missing: {missing}"
     os.write(pipes["report"], json.dumps(report).encode())
-    if missing or not job.get("module"):  # refused, or the start-up probe (no student code)
+    module_name = job.get("module")
+    if missing or not module_name:  # refused, or the start-up probe (no student code)
         os._exit(EXIT_SETUP if missing else 0)
 
     # Lift every descriptor we keep above the targets first, so no dup2 closes one we need.
@@ -737,7 +789,7 @@ def _run_student(
         RESULT_FD: files["result.bin"],
         ERROR_FD: files["error.json"],
         PROGRESS_FD: files["progress"],
-        SERVER_FD: config["server_pidfd"],
+        SERVER_FD: state.server_pidfd,
     }
     lifted = {target: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for target, fd in targets.items()}
     for target, fd in lifted.items():
@@ -747,8 +799,8 @@ def _run_student(
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(number, signal.SIG_DFL)
     os.chdir(home)
-    _set_limits(config["limits"], device=config["device"])
-    _drop_privileges(config)
+    _set_limits(state.config["limits"], device=state.config["device"])
+    _drop_privileges(state)
     _die_with_server(SERVER_FD)  # again: the change of uid cancelled the first request
     os.close(SERVER_FD)
     os.environ.update(HOME=home, TMPDIR=home, USER="sandbox", LOGNAME="sandbox")
@@ -758,13 +810,13 @@ def _run_student(
         TORCHINDUCTOR_CACHE_DIR=os.path.join(home, "torchinductor"),
         TRITON_CACHE_DIR=os.path.join(home, "triton"),
     )
-    if config["device"] == "cuda":
-        _cap_gpu_memory(torch, int(config["limits"]["memory_mb"]))
+    if state.config["device"] == "cuda":
+        _cap_gpu_memory(torch, int(state.config["limits"]["memory_mb"]))
     import tempfile
 
     tempfile.tempdir = None  # forget the server's cached temporary folder
 
-    student_file = job["module"] + ".py"
+    student_file = module_name + ".py"
     submission_dir = job["submission_dir"]
     sys.path.insert(0, submission_dir)
     phase = "import"
@@ -772,14 +824,14 @@ def _run_student(
         # Written by the trusted side, and read before any student code runs.
         with open(os.path.join(job_dir, "input.pkl"), "rb") as handle:
             kwargs = pickle.load(handle)
-        probes = config["probe_modules"].get(job["probe_file"])
+        probes = state.probe_modules.get(job["probe_file"])
         if probes is None:  # the server could not import it: fail here, where it is reported
             probes = _load_module("probes", job["probe_file"])
         sys.modules["probes"] = probes
         probe = getattr(probes, job["probe"])
         student_path = os.path.join(submission_dir, student_file)
-        code = config["student_code"].get(student_path, (b"", None))[1]
-        module = _load_module(job["module"], student_path, code)
+        code = state.student_code.get(student_path, (b"", None))[1]
+        module = _load_module(module_name, student_path, code)
         os.write(PROGRESS_FD, b"imported\n")
         phase = "run"
         result = probe(module, **kwargs)
@@ -924,7 +976,7 @@ class _PidNamespaces:
 
 
 def _run_job(
-    job: dict[str, Any], config: dict[str, Any], torch: Any, namespaces: _PidNamespaces
+    job: Job, state: ServerState, torch: Any, namespaces: _PidNamespaces
 ) -> dict[str, Any]:
     """Run one job to its end: drain its output, enforce its wall time, leave nothing behind."""
     started = time.monotonic()
@@ -936,26 +988,27 @@ def _run_job(
     }
     ends = {name: os.pipe() for name in ("stdout", "stderr", "report")}
     if job.get("probe_file"):
-        _import_probes(job["probe_file"], config["probe_modules"])
-    if job.get("module"):
-        path = os.path.join(job["submission_dir"], job["module"] + ".py")
-        marker, crashed = config["compile_marker"], config["compile_crashed"]
-        _compile_student_file(path, config["student_code"], marker, crashed)
+        _import_probes(job["probe_file"], state.probe_modules)
+    module_name = job.get("module")
+    if module_name:
+        path = os.path.join(job["submission_dir"], module_name + ".py")
+        marker, crashed = state.compile_marker, state.compile_crashed
+        _compile_student_file(path, state.student_code, marker, crashed)
     pid = namespaces.fork()
     if pid == 0:
         try:
             for read_end, _ in ends.values():
                 os.close(read_end)
-            _run_student(job, config, torch, files, {k: w for k, (_, w) in ends.items()})
+            _run_student(job, state, torch, files, {k: w for k, (_, w) in ends.items()})
         except BaseException:
             # Our own bug, not the student's: the server's log (stderr) is for staff.
             traceback.print_exc()
         finally:
             os._exit(EXIT_SETUP)
-    config["reply"]({"event": "started", "id": job["id"], "pid": pid})
+    state.reply({"event": "started", "id": job["id"], "pid": pid})
     for fd in (*files.values(), *(write_end for _, write_end in ends.values())):
         os.close(fd)
-    limit = int(config["limits"]["max_output_bytes"])
+    limit = int(state.config["limits"]["max_output_bytes"])
     out_r, err_r, report_r = (ends[name][0] for name in ("stdout", "stderr", "report"))
     streams = {out_r: _Capture(limit), err_r: _Capture(limit)}
     report = bytearray()
@@ -963,8 +1016,8 @@ def _run_job(
     deadline = started + float(job["timeout_s"])
     timed_out = False
     # Outside the student process, so that student code cannot lift it: see _NvmlReader.
-    gpu_reader = config.get("gpu_memory") if job.get("module") else None
-    gpu_cap = (int(config["limits"]["memory_mb"]) + GPU_CONTEXT_ALLOWANCE_MB) * 2**20
+    gpu_reader = state.gpu_memory if job.get("module") else None
+    gpu_cap = (int(state.config["limits"]["memory_mb"]) + GPU_CONTEXT_ALLOWANCE_MB) * 2**20
     gpu_used: int | None = None
     gpu_checked = 0.0
     watched = {out_r, err_r, report_r, exited}
@@ -1147,18 +1200,18 @@ def _own_task_count() -> int:
 
 
 def _probe_protections(
-    config: dict[str, Any], torch: Any, namespaces: _PidNamespaces
+    state: ServerState, torch: Any, namespaces: _PidNamespaces
 ) -> dict[str, bool]:
     """Run the isolation steps once without student code: what does this machine allow?"""
-    job = {"id": 0, "job_dir": config["probe_dir"], "module": None, "timeout_s": 30}
-    summary = _run_job(job, config, torch, namespaces)
+    job: Job = {"id": 0, "job_dir": state.config["probe_dir"], "module": None, "timeout_s": 30}
+    summary = _run_job(job, state, torch, namespaces)
     setup = summary.get("setup", {}) if not summary.get("refused") else {}
     found = {name: bool(setup.get(name)) for name in PROBED}
-    found["separate_user"] = os.geteuid() == 0 and config.get("uid") is not None
+    found["separate_user"] = os.geteuid() == 0 and state.config.get("uid") is not None
     return found
 
 
-def _read_config(control: socket.socket) -> dict[str, Any]:
+def _read_config(control: socket.socket) -> Config:
     """The first line on the control socket: the trusted side's settings for this sandbox."""
     data = b""
     while not data.endswith(b"\n"):
@@ -1166,7 +1219,7 @@ def _read_config(control: socket.socket) -> dict[str, Any]:
         if not chunk:
             raise SystemExit(1)
         data += chunk
-    return dict(json.loads(data))
+    return cast("Config", dict(json.loads(data)))
 
 
 def _reap_servers() -> None:
@@ -1177,7 +1230,7 @@ def _reap_servers() -> None:
 
 
 def _serve_submission(
-    channel_fd: int, config: dict[str, Any], torch: Any, namespaces: _PidNamespaces
+    channel_fd: int, state: ServerState, torch: Any, namespaces: _PidNamespaces
 ) -> int:
     """One submission's server, forked from the zygote: run its jobs, then exit.
 
@@ -1187,38 +1240,36 @@ def _serve_submission(
     passed through. The protocol runs on `channel_fd`, a socket the trusted side made for
     this submission alone.
     """
-    zygote = int(config["zygote"])
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != zygote:
+    if os.getppid() != state.zygote:
         return 1  # the zygote died before we could ask to die with it
     # Not inherited through fork: what a job leaves behind must come back to this server.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    os.close(config["server_pidfd"])
+    os.close(state.server_pidfd)
     # The student processes die with their monitor, which is this server now.
-    config["server_pidfd"] = os.pidfd_open(os.getpid())
-    if "nproc_baseline" in config:
-        config["nproc_baseline"] += 1  # this server is one more process of our uid
-    config["student_code"] = {}
+    state.server_pidfd = os.pidfd_open(os.getpid())
+    if state.nproc_baseline is not None:
+        state.nproc_baseline += 1  # this server is one more process of our uid
+    state.student_code = {}
     try:
         # Left by a server of this sandbox that died compiling a student file.
-        with open(config["compile_marker"], encoding="ascii") as marker:
-            config["compile_crashed"] = frozenset({marker.read().strip()})
+        with open(state.compile_marker, encoding="ascii") as marker:
+            state.compile_crashed = frozenset({marker.read().strip()})
     except OSError:
-        config["compile_crashed"] = frozenset()
+        state.compile_crashed = frozenset()
     channel = socket.socket(fileno=channel_fd)
     requests = channel.makefile("r", encoding="utf-8")
     replies = channel.makefile("w", encoding="utf-8")
 
-    def reply(message: dict[str, Any]) -> None:
+    def reply(message: Mapping[str, object]) -> None:
         replies.write(json.dumps(message) + "\n")
         replies.flush()
 
-    config["reply"] = reply
+    state.reply = reply
     try:
         for line in requests:
             job = json.loads(line)
-            job["require"] = config["require"]
-            reply(_run_job(job, config, torch, namespaces))
+            reply(_run_job(job, state, torch, namespaces))
     except (BrokenPipeError, ConnectionResetError):
         pass  # the trusted side moved on to another submission
     return 0
@@ -1232,25 +1283,30 @@ def main() -> int:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
-    config = _read_config(control)
+    config: Config = _read_config(control)
     # If the grader dies (even by SIGKILL, say out of memory), so do we and every job below
     # us: each job's student process dies with us, and with it its whole pid namespace.
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != int(config["parent"]):
         return 1  # the grader died before we could ask to die with it
-    config["zygote"] = os.getpid()
-    config["cover"] = [
-        os.path.join("/", name) for name in sorted(os.listdir("/")) if name not in SYSTEM_TOP_DIRS
-    ]
-    # Readable once we have died: how a student process forked just before that finds out.
-    config["server_pidfd"] = os.pidfd_open(os.getpid())
+    state = ServerState(
+        config=config,
+        zygote=os.getpid(),
+        cover=[
+            os.path.join("/", name)
+            for name in sorted(os.listdir("/"))
+            if name not in SYSTEM_TOP_DIRS
+        ],
+        # Readable once we have died: how a student process forked just before that finds out.
+        server_pidfd=os.pidfd_open(os.getpid()),
+    )
     # Whatever the start-up probe leaves behind is re-parented to us, and killed after it.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if os.geteuid() != 0:
-        config["nproc_baseline"] = _own_task_count()
+        state.nproc_baseline = _own_task_count()
     namespaces = _PidNamespaces()
 
-    def reply(message: dict[str, Any]) -> None:
+    def reply(message: Mapping[str, object]) -> None:
         replies.write(json.dumps(message) + "\n")
         replies.flush()
 
@@ -1263,10 +1319,9 @@ def main() -> int:
     torch.backends.cudnn.allow_tf32 = False
     _warm_up(torch)
     _freeze_heap()
-    config["probe_modules"] = {}
-    config["compile_marker"] = os.path.join(config["workdir"], COMPILING_MARKER)
+    state.compile_marker = os.path.join(config["workdir"], COMPILING_MARKER)
     # What the covers must leave visible: the interpreter and its libraries, wherever they are.
-    config["keep"] = [
+    state.keep = [
         sys.prefix,
         sys.base_prefix,
         sys.exec_prefix,
@@ -1274,21 +1329,20 @@ def main() -> int:
         os.path.dirname(os.path.dirname(torch.__file__)),
     ]
 
-    config["confine"] = _sibling("confine")
-    config["view"] = _server_view(config)
-    config["server_offline"] = _leave_the_network()
-    config["gpu_memory"] = _open_gpu_memory_reader(config["device"])
-    config["reply"] = lambda message: None  # the probe's "started" is not for the trusted side
-    protections = _probe_protections(config, torch, namespaces)
+    state.confine = _sibling("confine")
+    state.view = _server_view(state)
+    state.server_offline = _leave_the_network()
+    state.gpu_memory = _open_gpu_memory_reader(config["device"])
+    protections = _probe_protections(state, torch, namespaces)
     # A job that cannot get what the probe got is refused, never run with less.
-    config["require"] = [name for name in PROBED if protections[name]]
+    state.require = [name for name in PROBED if protections[name]]
     reply(
         {
             "event": "ready",
             "torch": torch.__version__,
             "warm_up_s": round(time.perf_counter() - started, 3),
             "protections": protections,
-            "gpu_memory_cap": _gpu_memory_cap(config),
+            "gpu_memory_cap": _gpu_memory_cap(config["device"], state.gpu_memory),
         }
     )
     # The zygote: from here on it only forks one server per submission, and imports the
@@ -1301,7 +1355,7 @@ def main() -> int:
             return 0
         request = json.loads(message)
         for path in request.get("probe_files", ()):
-            _import_probes(str(path), config["probe_modules"])
+            _import_probes(str(path), state.probe_modules)
         if len(fds) != 1:
             for fd in fds:
                 os.close(fd)
@@ -1314,7 +1368,7 @@ def main() -> int:
                 control.close()
                 replies_fd = replies.fileno()
                 os.close(replies_fd)
-                code = _serve_submission(fds[0], config, torch, namespaces)
+                code = _serve_submission(fds[0], state, torch, namespaces)
             except BaseException:
                 traceback.print_exc()  # our own bug: the server's log is for staff
             finally:
