@@ -331,96 +331,57 @@ def _isolate(state: ServerState, job_paths: list[str]) -> dict[str, Any]:
         with contextlib.suppress(OSError):
             _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
             done["private_proc"] = True
-    done.update(
-        _shape_view(state, read_only=[*state.keep, *job_paths], base=view is None, jobs=True)
-    )
+    done.update(_shape_job_view(state, [*state.keep, *job_paths], whole=view is None))
     return done
 
 
-def _shape_view(
-    state: ServerState,
-    *,
-    read_only: list[str],
-    writable: tuple[str, ...] = (),
-    base: bool,
-    jobs: bool,
-) -> dict[str, Any]:
-    """Shape the file system of our (fresh, private) mount namespace; say what was done.
+def _shape_server_view(state: ServerState) -> dict[str, Any]:
+    """Shape the server's own (fresh, private) mount namespace; say what was done.
 
-    `base`: remount everything read-only, cover every non-system top-level folder, hide the
-    hidden paths. `jobs`: fresh tmpfs mounts on the world-writable folders, and a home.
-    Then the `read_only` folders that a cover or a tmpfs hid (the interpreter, torch, the
-    job's folders) are put back at their paths, read-only, and the `writable` ones (the
-    server's work folder) as they were; a writable one that cannot be put back raises.
+    Remount everything read-only, cover every non-system top-level folder, hide the hidden
+    paths; then put back, read-only, the folders a cover hid that jobs need (the interpreter,
+    torch), and the server's work folder as it was (raises if that cannot be put back).
     """
-    done: dict[str, Any] = {}
-    if base:
-        done["read_only_filesystem"] = _make_read_only()
-    keep = sorted({os.path.realpath(p) for p in read_only if os.path.isdir(p)})
-    rw = [os.path.realpath(path) for path in writable]
-    handles = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in keep + rw}
-    private_mounted: list[str] = []
-    covered: list[str] = []
-    if jobs:
-        private_ok = True
-        tmp_mb = int(state.config["limits"]["tmp_mb"])
-        for path in state.config["private_dirs"]:
-            if not os.path.isdir(path) or os.path.islink(path):
-                continue
-            try:
-                options = f"size={tmp_mb}m,nr_inodes=16384,mode=1777"
-                _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options)
-                private_mounted.append(path)
-            except OSError:
-                private_ok = False
-        done["private_tmp"] = private_ok and bool(private_mounted)
-    view_ok = True
-    if base:
-        # Everything outside the system's own folders disappears (home folders, the course,
-        # other submissions), so there is nothing to search for; made read-only once the
-        # paths to keep are back.
-        for path in state.cover:
-            try:
-                if os.path.islink(path):
-                    continue
-                if os.path.isdir(path):
-                    _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
-                    covered.append(path)
-                elif os.path.isfile(path):
-                    _mount("/dev/null", path, None, MS_BIND)
-            except OSError:
-                view_ok = False
-    for path in rw:
+    done: dict[str, Any] = {"read_only_filesystem": _make_read_only()}
+    keep = _real_dirs(state.keep)
+    writable = [os.path.realpath(state.config["workdir"])]
+    handles = _open_dirs(keep + writable)
+    covered, view_ok = _cover_top_level(state)
+    for path in writable:
         # Read-only since the remount above: put back as it was, above any cover.
         os.makedirs(path, mode=0o755, exist_ok=True)
         _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
         _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
-    for path in keep:
-        trees = [t for t in private_mounted + covered if _inside(path, t) and path != t]
-        if not trees:
-            continue
-        # Covered: put the original back, read-only, at the same path.
-        try:
-            os.makedirs(path, mode=0o755, exist_ok=True)
-            _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
-            _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-        except OSError:
-            # Without it the student could not even import: uncover rather than break.
-            for tree in trees:
-                _check(_libc.umount2(os.fsencode(tree), MNT_DETACH), f"uncover {tree}")
-                if tree in covered:
-                    covered.remove(tree)
-                    view_ok = False
-                else:
-                    private_mounted.remove(tree)
-                    done["private_tmp"] = False
-    for handle in handles.values():
-        os.close(handle)
-    if base:
-        for path in covered:
-            _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-        done["minimal_view"] = view_ok
-        done["paths_hidden"] = _hide(state.config["hide"])
+    kept_view, _ = _put_back(keep, handles, private_mounted=[], covered=covered)
+    _close_all(handles)
+    _seal_covers(state, covered, view_ok=view_ok and kept_view, done=done)
+    return done
+
+
+def _shape_job_view(state: ServerState, read_only: list[str], *, whole: bool) -> dict[str, Any]:
+    """Shape a job's (fresh, private) mount namespace; say what was done.
+
+    Fresh tmpfs mounts on the world-writable folders, and a home in the first of them. The
+    namespace is a copy of the server's, already shaped (see `_shape_server_view`), unless
+    `whole`: where the server has no view of its own, the job also does all that the server
+    would have done, in the same order. Then the `read_only` folders (the interpreter,
+    torch, the job's folders) that a cover or a tmpfs hid are put back, read-only.
+    """
+    done: dict[str, Any] = {}
+    if whole:
+        done["read_only_filesystem"] = _make_read_only()
+    keep = _real_dirs(read_only)
+    handles = _open_dirs(keep)
+    private_mounted, done["private_tmp"] = _mount_private_dirs(state)
+    covered, view_ok = _cover_top_level(state) if whole else ([], True)
+    kept_view, kept_private = _put_back(
+        keep, handles, private_mounted=private_mounted, covered=covered
+    )
+    if not kept_private:
+        done["private_tmp"] = False
+    _close_all(handles)
+    if whole:
+        _seal_covers(state, covered, view_ok=view_ok and kept_view, done=done)
     if private_mounted:
         home = os.path.join(private_mounted[0], "home")
         os.mkdir(home, 0o700)
@@ -429,6 +390,98 @@ def _shape_view(
             os.chown(home, uid, gid)
         done["home"] = home
     return done
+
+
+def _real_dirs(paths: list[str]) -> list[str]:
+    return sorted({os.path.realpath(p) for p in paths if os.path.isdir(p)})
+
+
+def _open_dirs(paths: list[str]) -> dict[str, int]:
+    """A handle on each folder as it is now, to bind it back once covers have hidden it."""
+    return {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in paths}
+
+
+def _close_all(handles: dict[str, int]) -> None:
+    for handle in handles.values():
+        os.close(handle)
+
+
+def _mount_private_dirs(state: ServerState) -> tuple[list[str], bool]:
+    """An empty, size-capped tmpfs on each world-writable folder: those mounted, and whether
+    every one that exists got one."""
+    private_ok = True
+    private_mounted: list[str] = []
+    tmp_mb = int(state.config["limits"]["tmp_mb"])
+    for path in state.config["private_dirs"]:
+        if not os.path.isdir(path) or os.path.islink(path):
+            continue
+        try:
+            options = f"size={tmp_mb}m,nr_inodes=16384,mode=1777"
+            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options)
+            private_mounted.append(path)
+        except OSError:
+            private_ok = False
+    return private_mounted, private_ok and bool(private_mounted)
+
+
+def _cover_top_level(state: ServerState) -> tuple[list[str], bool]:
+    """Cover every folder outside the system's own (home folders, the course, other
+    submissions), so there is nothing to search for: the folders covered, and whether every
+    cover took. Made read-only by `_seal_covers`, once the paths to keep are back."""
+    covered: list[str] = []
+    view_ok = True
+    for path in state.cover:
+        try:
+            if os.path.islink(path):
+                continue
+            if os.path.isdir(path):
+                _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+                covered.append(path)
+            elif os.path.isfile(path):
+                _mount("/dev/null", path, None, MS_BIND)
+        except OSError:
+            view_ok = False
+    return covered, view_ok
+
+
+def _put_back(
+    keep: list[str], handles: dict[str, int], *, private_mounted: list[str], covered: list[str]
+) -> tuple[bool, bool]:
+    """Put each kept folder that a cover or a private tmpfs hid back at its path, read-only.
+
+    One that cannot be put back is uncovered instead (without it the student could not even
+    import), and leaves `covered` or `private_mounted`: returns whether no cover and no
+    private tmpfs had to go.
+    """
+    view_ok = private_ok = True
+    for path in keep:
+        trees = [t for t in private_mounted + covered if _inside(path, t) and path != t]
+        if not trees:
+            continue
+        try:
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
+            _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        except OSError:
+            for tree in trees:
+                _check(_libc.umount2(os.fsencode(tree), MNT_DETACH), f"uncover {tree}")
+                if tree in covered:
+                    covered.remove(tree)
+                    view_ok = False
+                else:
+                    private_mounted.remove(tree)
+                    private_ok = False
+    return view_ok, private_ok
+
+
+def _seal_covers(
+    state: ServerState, covered: list[str], *, view_ok: bool, done: dict[str, Any]
+) -> None:
+    """Make the covers read-only and hide the hidden paths; record both in `done`."""
+    for path in covered:
+        _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    done["minimal_view"] = view_ok
+    done["paths_hidden"] = _hide(state.config["hide"])
 
 
 def _hide(paths: list[str]) -> bool:
@@ -471,13 +524,7 @@ def _server_view(state: ServerState) -> dict[str, Any] | None:
             return None
         try:
             _mount("none", "/", None, MS_REC | MS_PRIVATE)
-            return _shape_view(
-                state,
-                read_only=state.keep,
-                writable=(state.config["workdir"],),
-                base=True,
-                jobs=False,
-            )
+            return _shape_server_view(state)
         except OSError:
             traceback.print_exc()  # for staff, in the server's log; each job shapes it all
             _check(_libc.setns(original, CLONE_NEWNS), "return to the original mount namespace")
