@@ -1022,10 +1022,30 @@ class _PidNamespaces:
         return int(text)
 
 
+class _JobPipes:
+    """The job's stdout and stderr (kept as a bounded head and tail) and its setup report."""
+
+    def __init__(self, ends: dict[str, tuple[int, int]], limit: int) -> None:
+        self.stdout, self.stderr, self.report_fd = (
+            ends[name][0] for name in ("stdout", "stderr", "report")
+        )
+        self.streams = {self.stdout: _Capture(limit), self.stderr: _Capture(limit)}
+        self.report = bytearray()
+
+    def add(self, fd: int, chunk: bytes) -> None:
+        if fd == self.report_fd:
+            self.report += chunk[: 1 << 16]
+        else:
+            self.streams[fd].add(chunk)
+
+
 def _run_job(
     job: Job, state: ServerState, torch: Any, namespaces: _PidNamespaces
 ) -> dict[str, Any]:
-    """Run one job to its end: drain its output, enforce its wall time, leave nothing behind."""
+    """Run one job to its end: drain its output, enforce its wall time, leave nothing behind.
+
+    Returns the job's `Exited` message.
+    """
     started = time.monotonic()
     job_dir = job["job_dir"]
     created = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
@@ -1034,13 +1054,7 @@ def _run_job(
         for name in ("result.bin", "error.json", "progress")
     }
     ends = {name: os.pipe() for name in ("stdout", "stderr", "report")}
-    if job.get("probe_file"):
-        _import_probes(job["probe_file"], state.probe_modules)
-    module_name = job.get("module")
-    if module_name:
-        path = os.path.join(job["submission_dir"], module_name + ".py")
-        marker, crashed = state.compile_marker, state.compile_crashed
-        _compile_student_file(path, state.student_code, marker, crashed)
+    _compile_once(job, state)
     pid = namespaces.fork()
     if pid == 0:
         try:
@@ -1055,44 +1069,21 @@ def _run_job(
     state.reply({"event": "started", "id": job["id"], "pid": pid})
     for fd in (*files.values(), *(write_end for _, write_end in ends.values())):
         os.close(fd)
-    limit = int(state.config["limits"]["max_output_bytes"])
-    out_r, err_r, report_r = (ends[name][0] for name in ("stdout", "stderr", "report"))
-    streams = {out_r: _Capture(limit), err_r: _Capture(limit)}
-    report = bytearray()
+    pipes = _JobPipes(ends, int(state.config["limits"]["max_output_bytes"]))
     exited = os.pidfd_open(pid)
-    deadline = started + float(job["timeout_s"])
-    timed_out = False
+    watched = {pipes.stdout, pipes.stderr, pipes.report_fd, exited}
     # Outside the student process, so that student code cannot lift it: see _NvmlReader.
     gpu_reader = state.gpu_memory if job.get("module") else None
     gpu_cap = (int(state.config["limits"]["memory_mb"]) + GPU_CONTEXT_ALLOWANCE_MB) * 2**20
-    gpu_used: int | None = None
-    gpu_checked = 0.0
-    watched = {out_r, err_r, report_r, exited}
-    while exited in watched:
-        now = time.monotonic()
-        remaining = deadline - now
-        if remaining <= 0:
-            timed_out = True
-            break
-        if gpu_reader is not None:
-            if now - gpu_checked >= GPU_WATCH_INTERVAL_S:
-                gpu_checked = now
-                gpu_used = _gpu_memory_over_cap(gpu_reader, pid, gpu_cap)
-                if gpu_used is not None:
-                    break
-            remaining = min(remaining, GPU_WATCH_INTERVAL_S)
-        ready, _, _ = select.select(list(watched), [], [], remaining)
-        for fd in ready:
-            if fd == exited:
-                watched.discard(fd)
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                watched.discard(fd)
-            elif fd == report_r:
-                report += chunk[: 1 << 16]
-            else:
-                streams[fd].add(chunk)
+    timed_out, gpu_used = _watch(
+        pid,
+        exited,
+        pipes,
+        watched,
+        deadline=started + float(job["timeout_s"]),
+        gpu_reader=gpu_reader,
+        gpu_cap=gpu_cap,
+    )
     # The student process is pid 1 of its namespace: its end is the end of all it started.
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
@@ -1102,24 +1093,21 @@ def _run_job(
     _kill_descendants()
     # Every writer is dead now, so what is left in the pipes ends.
     grace = time.monotonic() + DRAIN_GRACE_S
-    for fd in (out_r, err_r, report_r):
+    for fd in (pipes.stdout, pipes.stderr, pipes.report_fd):
         while fd in watched and time.monotonic() < grace:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
-            if fd == report_r:
-                report += chunk[: 1 << 16]
-            else:
-                streams[fd].add(chunk)
-    for fd in (out_r, err_r, report_r, exited):
+            pipes.add(fd, chunk)
+    for fd in (pipes.stdout, pipes.stderr, pipes.report_fd, exited):
         os.close(fd)
     try:
-        summary: dict[str, Any] = dict(json.loads(bytes(report) or b"{}"))
+        summary: dict[str, Any] = dict(json.loads(bytes(pipes.report) or b"{}"))
     except (ValueError, TypeError):
         summary = {"refused": "the student process's setup report was unreadable"}
-    for name, fd in (("stdout", out_r), ("stderr", err_r)):
-        streams[fd].write(os.path.join(job_dir, f"{name}.txt"))
-        summary[f"{name}_bytes"] = streams[fd].total
+    for name, fd in (("stdout", pipes.stdout), ("stderr", pipes.stderr)):
+        pipes.streams[fd].write(os.path.join(job_dir, f"{name}.txt"))
+        summary[f"{name}_bytes"] = pipes.streams[fd].total
     if gpu_used is not None:
         summary["gpu_memory_mb"] = gpu_used >> 20
     summary.update(
@@ -1130,6 +1118,55 @@ def _run_job(
         wall_s=round(time.monotonic() - started, 3),
     )
     return summary
+
+
+def _compile_once(job: Job, state: ServerState) -> None:
+    """Import the job's probe file and compile the student's file here, if not done yet."""
+    if job.get("probe_file"):
+        _import_probes(job["probe_file"], state.probe_modules)
+    module_name = job.get("module")
+    if module_name:
+        path = os.path.join(job["submission_dir"], module_name + ".py")
+        marker, crashed = state.compile_marker, state.compile_crashed
+        _compile_student_file(path, state.student_code, marker, crashed)
+
+
+def _watch(
+    pid: int,
+    exited: int,
+    pipes: _JobPipes,
+    watched: set[int],
+    *,
+    deadline: float,
+    gpu_reader: Any,
+    gpu_cap: int,
+) -> tuple[bool, int | None]:
+    """Drain the job's pipes until its student process exits, its wall time is up (True), or
+    its GPU memory is over the cap (the bytes used); `watched` loses each fd that ended."""
+    gpu_checked = 0.0
+    while exited in watched:
+        now = time.monotonic()
+        remaining = deadline - now
+        if remaining <= 0:
+            return True, None
+        if gpu_reader is not None:
+            if now - gpu_checked >= GPU_WATCH_INTERVAL_S:
+                gpu_checked = now
+                gpu_used = _gpu_memory_over_cap(gpu_reader, pid, gpu_cap)
+                if gpu_used is not None:
+                    return False, gpu_used
+            remaining = min(remaining, GPU_WATCH_INTERVAL_S)
+        ready, _, _ = select.select(list(watched), [], [], remaining)
+        for fd in ready:
+            if fd == exited:
+                watched.discard(fd)
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                watched.discard(fd)
+            else:
+                pipes.add(fd, chunk)
+    return False, None
 
 
 # -- the server --------------------------------------------------------------------------------
