@@ -33,7 +33,7 @@ from grader.assignment import Limits
 from grader.errors import ConfigError, UsageError
 from grader.sandbox.feedback import CPU_GRACE_S, interpret, read_capped
 from grader.sandbox.identity import SandboxIdentity, claim_identity, kill_uid, remove_files_of
-from grader.sandbox.protocol import MAX_OPEN_FILES, Config, Job
+from grader.sandbox.protocol import MAX_OPEN_FILES, Config, Job, SubmissionRequest
 
 log = logging.getLogger(__name__)
 
@@ -469,7 +469,9 @@ class Sandbox:
         """
         assert self._control is not None
         ours, theirs = socket.socketpair()
-        request = {"probe_files": [str(path) for path in self._shared_probes.values()]}
+        request: SubmissionRequest = {
+            "probe_files": [str(path) for path in self._shared_probes.values()]
+        }
         with theirs:
             try:
                 socket.send_fds(self._control, [json.dumps(request).encode()], [theirs.fileno()])

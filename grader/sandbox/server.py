@@ -37,7 +37,7 @@ submission, answered with `Forked`; on that socket, a `Job` answered with `Start
 `Exited`. protocol.py and confine.py are loaded by path: we run outside the package.
 What the server holds besides the `Config` is a `ServerState`.
 
-Why one file of ~1,350 lines: it is the script `python -I` runs, outside the package (so
+Why one file of ~1,450 lines: it is the script `python -I` runs, outside the package (so
 that the student process inherits no grader code and nothing of the grader is importable
 from it), and every part of it runs in the zygote, a submission's server or the student
 process, in the order the module docstring gives. Its stdlib-only helpers that are not
