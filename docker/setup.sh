@@ -3,7 +3,7 @@
 # the autograder zip into /autograder/source. It installs the grader into its own virtual
 # environment (/autograder/venv) with the CPU build of torch pinned in constraints.txt, and
 # leaves the system Python, which Gradescope's harness uses, untouched. Student code later
-# runs as a uid of its own with no account (see grader/sandbox.py), so the only thing to set
+# runs as a uid of its own with no account (see grader/sandbox/identity.py), so the only thing to set
 # up for it here is what it must not read: source/solutions becomes root-only.
 #
 # Switches, so this can be exercised outside Gradescope (tests/test_build.py does):

@@ -31,7 +31,7 @@ from grader.assignment import Assignment
 from grader.grade import run_hidden_suite
 from grader.plugin import SEED_SEARCH_DEPTH, GraderPlugin, GradingSession, hidden_seed
 from grader.results import TestResult
-from grader.sandbox import PendingJob, Sandbox
+from grader.sandbox.client import PendingJob, Sandbox
 from grader.submission import PreparedSubmission
 
 # A seed a student can know: the public fixtures use seeds in this range.

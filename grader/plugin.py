@@ -31,7 +31,8 @@ from grader.mistakes import (
 )
 from grader.refcache import ReferenceCache
 from grader.results import Outcome, TestResult
-from grader.sandbox import PendingJob, Sandbox, StudentFailure
+from grader.sandbox.client import PendingJob, Sandbox
+from grader.sandbox.feedback import StudentFailure
 from grader.submission import PreparedSubmission
 
 MARKERS = (

@@ -18,7 +18,7 @@ import torch
 from grader.rules import cpu_only_uses
 
 # One place for tolerances. float32 allows for a different summation order (and TF32
-# being off, see grader/sandbox.py); float64 is tight enough that real bugs never pass.
+# being off, see grader/sandbox/server.py); float64 is tight enough that real bugs never pass.
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.float16: (1e-3, 1e-3),
     torch.bfloat16: (1.6e-2, 1e-2),

@@ -59,7 +59,7 @@ def test_autograder_zip_has_gradescope_layout(autograder: Path) -> None:
         "pyproject.toml",
         "constraints.txt",
         "grader/__main__.py",
-        "grader/sandbox_server.py",
+        "grader/sandbox/server.py",
         "assignments/pytorch_basics/assignment.toml",
         "assignments/pytorch_basics/manual_backprop.py",
         "solutions/pytorch_basics/manual_backprop.py",
@@ -285,7 +285,7 @@ def test_setup_script_in_a_throwaway_root(autograder: Path, tmp_path: Path) -> N
     ]
     for path in [source / "solutions", *(source / "solutions").rglob("*")]:
         assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
-    assert (source / "grader" / "sandbox_server.py").stat().st_mode & 0o004
+    assert (source / "grader" / "sandbox" / "server.py").stat().st_mode & 0o004
     assert (source / "assignments" / "pytorch_basics" / "assignment.toml").stat().st_mode & 0o004
 
 

@@ -9,6 +9,7 @@ import math
 import os
 import pickle
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -18,31 +19,31 @@ from typing import Any
 import pytest
 import torch
 
-from grader import sandbox_confine
 from grader.assignment import Limits
 from grader.errors import UsageError
-from grader.sandbox import (
+from grader.sandbox import confine as sandbox_confine
+from grader.sandbox.client import (
     PROTECTION_NAMES,
     TIMEOUT_OVERRIDE_ENV,
     PendingJob,
     Sandbox,
     SandboxError,
     SandboxSettings,
-    StudentFailure,
-    _remove_files_of,
-    decode_result,
     limits_from_environment,
-    live_processes_of,
     protections_notice,
 )
+from grader.sandbox.feedback import StudentFailure
+from grader.sandbox.identity import live_processes_of, remove_files_of
+from grader.sandbox.wire import decode_result
 
-SERVER = Path(__file__).resolve().parent.parent / "grader" / "sandbox_server.py"
+SERVER = Path(__file__).resolve().parent.parent / "grader" / "sandbox" / "server.py"
 
 
 def _server_module() -> Any:
     spec = importlib.util.spec_from_file_location("sandbox_server_under_test", SERVER)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import would (its dataclasses look it up there)
     spec.loader.exec_module(module)
     return module
 
@@ -217,7 +218,7 @@ def test_leftovers_of_the_sandbox_uid_are_removed_and_nothing_else(tmp_path: Pat
     os.chown(shared / "made-a-folder", uid, uid)
     mine = shared / "grader-file"
     mine.write_text("keep")
-    _remove_files_of(uid, [shared])
+    remove_files_of(uid, [shared])
     assert not theirs[0].exists() and not theirs[1].exists()
     assert not (shared / "made-a-folder").exists()
     assert theirs[2].exists()  # not in a folder the uid could write, so never looked at
@@ -424,10 +425,9 @@ def test_the_gpu_watchdog_counts_only_the_jobs_processes() -> None:
 def test_the_gpu_cap_is_reported_and_inert_without_a_gpu() -> None:
     server = _server_module()
     assert server._open_gpu_memory_reader("cpu") is None
-    assert server._gpu_memory_cap({"device": "cpu"}) == "none (cpu)"
-    assert server._gpu_memory_cap({"device": "cuda", "gpu_memory": None}) == "in-process only"
-    watched = {"device": "cuda", "gpu_memory": FakeNvml({})}
-    assert server._gpu_memory_cap(watched) == "nvml-watchdog"
+    assert server._gpu_memory_cap("cpu", None) == "none (cpu)"
+    assert server._gpu_memory_cap("cuda", None) == "in-process only"
+    assert server._gpu_memory_cap("cuda", FakeNvml({})) == "nvml-watchdog"
 
 
 def test_a_job_over_the_gpu_memory_cap_is_told_so(tmp_path: Path) -> None:
@@ -443,10 +443,23 @@ def test_a_job_over_the_gpu_memory_cap_is_told_so(tmp_path: Path) -> None:
     assert "the limit is 512 MB" in failure.value.message
 
 
-def test_the_server_needs_no_grader_imports() -> None:
+def test_the_server_needs_no_grader_imports(tmp_path: Path) -> None:
     """The server runs with `python -I` outside the package: only stdlib and torch."""
-    source = SERVER.read_text()
-    assert "import grader" not in source and "from grader" not in source
+    check = (
+        "import importlib.util, sys\n"
+        "spec = importlib.util.spec_from_file_location('server', sys.argv[1])\n"
+        "sys.modules['server'] = module = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(module)\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] == 'grader'))\n"
+    )
+    process = subprocess.run(
+        [sys.executable, "-I", "-c", check, str(SERVER)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert process.stdout.strip() == "[]", process.stderr
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root")
@@ -459,19 +472,20 @@ def test_a_job_shapes_the_whole_view_where_the_server_has_none(tmp_path: Path) -
     (hidden / "answer.txt").write_text("42")
     canary = tmp_path / "canary"
     canary.write_text("")
-    config = {
-        "keep": [sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(torch.__file__))],
-        "private_dirs": ["/tmp", "/var/tmp", "/dev/shm", str(work)],
-        "cover": [os.path.join("/", n) for n in os.listdir("/") if n not in server.SYSTEM_TOP_DIRS],
-        "hide": [str(hidden)],
-        "limits": {"tmp_mb": 8},
-        "server_offline": False,
-    }
+    state = server.ServerState(
+        config={
+            "private_dirs": ["/tmp", "/var/tmp", "/dev/shm", str(work)],
+            "hide": [str(hidden)],
+            "limits": {"tmp_mb": 8},
+        },
+        keep=[sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(torch.__file__))],
+        cover=[os.path.join("/", n) for n in os.listdir("/") if n not in server.SYSTEM_TOP_DIRS],
+    )
     read_end, write_end = os.pipe()
     child = os.fork()
     if child == 0:  # pragma: no cover (the forked child reports through the pipe)
         try:
-            done = server._isolate(config, [str(job)])
+            done = server._isolate(state, [str(job)])
             seen = {
                 "done": done,
                 "tmp": sorted(os.listdir("/tmp")),
@@ -551,11 +565,11 @@ def test_confinement_alone_keeps_the_guarantees_namespaces_give(tmp_path: Path) 
     secret = solutions / "reference.py"
     secret.write_text("SECRET = 1\n")
     secret.chmod(0o644)  # world-readable by mistake: Landlock must not care
-    config = {
-        "keep": [sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(torch.__file__))],
-        "hide": [str(solutions)],
-        "confine": sandbox_confine,
-    }
+    state = server.ServerState(
+        config={"hide": [str(solutions)]},
+        keep=[sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(torch.__file__))],
+        confine=sandbox_confine,
+    )
     setup = dict.fromkeys(
         ("network_isolated", "read_only_filesystem", "minimal_view", "paths_hidden"), False
     )
@@ -568,7 +582,7 @@ def test_confinement_alone_keeps_the_guarantees_namespaces_give(tmp_path: Path) 
         child = os.fork()
         if child == 0:  # pragma: no cover (the forked child reports through the pipe)
             try:
-                done = server._confine(config, job_spec, setup, str(home))
+                done = server._confine(state, job_spec, setup, str(home))
                 seen = {
                     "done": done,
                     "read_secret": _try(lambda: secret.read_text()),

@@ -1,4 +1,4 @@
-"""Landlock and seccomp (grader/sandbox_confine.py), each tried in a child process of its own.
+"""Landlock and seccomp (grader/sandbox/confine.py), each tried in a child process of its own.
 
 The child loads the module by path, as the fork server does, confines itself, then tries
 what a student might: read a world-readable file outside its allowed folders, write outside
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from grader import sandbox_confine
+from grader.sandbox import confine as sandbox_confine
 
 pytestmark = pytest.mark.skipif(
     not sandbox_confine.supported(), reason="the confinement layer speaks x86_64 syscalls"

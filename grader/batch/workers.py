@@ -28,7 +28,7 @@ from grader.errors import GraderError, UsageError
 from grader.refcache import ReferenceCache
 
 if TYPE_CHECKING:
-    from grader.sandbox import Sandbox
+    from grader.sandbox.client import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class GradingWorker:
 
     def __init__(self, config: WorkerConfig) -> None:
         from grader.grade import GradeSettings, resolve_device, sandbox_settings
-        from grader.sandbox import Sandbox
+        from grader.sandbox.client import Sandbox
 
         self.assignment = load_assignment(config.assignment)
         self.settings = GradeSettings(

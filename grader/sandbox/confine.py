@@ -1,6 +1,6 @@
 """Confinement that needs no privilege: Landlock and a seccomp filter for a student process.
 
-Loaded by path into the fork server (grader/sandbox_server.py), so it uses only the standard
+Loaded by path into the fork server (server.py, beside it), so it uses only the standard
 library. Both steps work for an unprivileged process that has set `PR_SET_NO_NEW_PRIVS`,
 which is what Gradescope's container (Docker's default capabilities and seccomp profile)
 still allows once namespaces are refused; on the root path they add a second wall behind

@@ -1,6 +1,6 @@
 """The trusted side of the sandbox: start the fork server, hand it jobs, enforce limits, decode.
 
-The fork server (grader/sandbox_server.py) imports torch once and forks a fresh process tree
+The fork server (server.py, beside this file) imports torch once and forks a fresh process tree
 per job, so every test is isolated without paying `import torch` per test. Everything that
 decides a score stays here: a wall-time backstop kills the job's process group from this
 side, every process of the sandbox's own uid is killed after the job, and results are
@@ -11,16 +11,11 @@ code is never imported or unpickled here. docs/security.md describes the whole m
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import grp
 import hashlib
 import json
 import logging
-import math
 import os
 import pickle
-import pwd
-import re
 import select
 import shutil
 import signal
@@ -36,40 +31,19 @@ from typing import Any
 
 from grader.assignment import Limits
 from grader.errors import ConfigError, UsageError
-
-# The student side's own constants (its module runs there as a script, and imports nothing
-# of ours): the result's wire format, the exit statuses that carry meaning, the fd limit.
-from grader.sandbox_server import (
-    EXIT_RAISED,
-    EXIT_UNREPORTABLE,
-    MAX_OPEN_FILES,
-    WIRE_DTYPES,
-    WIRE_VERSION,
-)
+from grader.sandbox.feedback import CPU_GRACE_S, interpret, read_capped
+from grader.sandbox.identity import SandboxIdentity, claim_identity, kill_uid, remove_files_of
+from grader.sandbox.protocol import MAX_OPEN_FILES, Config, Job, SubmissionRequest
 
 log = logging.getLogger(__name__)
 
-SERVER_SCRIPT = Path(__file__).with_name("sandbox_server.py")
-# Student code runs as a uid from this range, unique per live sandbox (kept below 65536 so it
-# also works inside user-namespaced containers, which often map only that many ids).
-SANDBOX_UID_BASE = 40_000
-SANDBOX_UID_SPAN = 20_000
-# Where sandboxes hold a lock on the uid they use, so two never share one.
-UID_LOCK_DIRS = (Path("/run/torch-grader"), Path(tempfile.gettempdir()) / "torch-grader-uids")
+SERVER_SCRIPT = Path(__file__).with_name("server.py")
 # World-writable places that each job gets as a private, empty, size-capped tmpfs.
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
-MAX_RESULT_BYTES = 256 * 1024 * 1024
-# Bounds on the result's wire format (written by sandbox_server.py's `_encode_result`).
-MAX_RESULT_HEADER_BYTES = 16 * 1024 * 1024
-MAX_RESULT_DEPTH = 64
-MAX_TENSOR_DIMS = 16
-MAX_ERROR_BYTES = 64 * 1024
 SERVER_START_TIMEOUT_S = 180.0
 PROTOCOL_TIMEOUT_S = 30.0
 # The job's monitor enforces the wall time; this side kills everything if it has not by then.
 BACKSTOP_GRACE_S = 5.0
-# Seconds of CPU time allowed on top of the wall time (the limit is a backstop for spinning).
-CPU_GRACE_S = 2
 # For the grader's own test suite: a shorter per-test time limit than the manifest's.
 TIMEOUT_OVERRIDE_ENV = "GRADER_TEST_TIMEOUT_S"
 PROTECTION_NAMES = {
@@ -97,42 +71,6 @@ class SandboxSettings:
     keep_jobs: bool = False
 
 
-@dataclass(frozen=True)
-class StudentOutput:
-    """What the student's code printed, trimmed to a head and a tail."""
-
-    stdout: str = ""
-    stderr: str = ""
-
-    def for_feedback(self) -> str:
-        parts = []
-        if self.stdout.strip():
-            parts.append(f"Your code printed:\n{self.stdout.rstrip()}")
-        if self.stderr.strip():
-            parts.append(f"Your code wrote to stderr:\n{self.stderr.rstrip()}")
-        return "\n".join(parts)
-
-
-class StudentFailure(Exception):
-    """The student's code did not produce a result; `message` is written for the student."""
-
-    def __init__(
-        self,
-        outcome: str,
-        message: str,
-        *,
-        detail: str = "",
-        output: StudentOutput | None = None,
-        at_import: bool = False,
-    ) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-        self.message = message
-        self.detail = detail
-        self.output = output or StudentOutput()
-        self.at_import = at_import
-
-
 class SandboxError(RuntimeError):
     """The sandbox itself failed (not the student's code); the test cannot be graded."""
 
@@ -144,15 +82,6 @@ class PendingJob:
     job_dir: Path
     deadline: float
     started: float = field(default_factory=time.monotonic)
-
-
-@dataclass(frozen=True)
-class SandboxIdentity:
-    """The uid and gid student code runs as, and the lock that keeps them ours."""
-
-    uid: int
-    gid: int
-    lock_fd: int | None
 
 
 def limits_from_environment(limits: Limits) -> Limits:
@@ -180,142 +109,6 @@ def protections_notice(sandbox: dict[str, Any]) -> str:
     return f"note: student code ran without {'; '.join(off)} ({reason}; see docs/security.md)."
 
 
-def _lock_directory() -> Path | None:
-    """A folder only we can write, for the uid locks; None if there is none."""
-    for directory in UID_LOCK_DIRS:
-        with contextlib.suppress(OSError):
-            directory.mkdir(mode=0o700, exist_ok=True)
-            info = directory.lstat()
-            if (
-                stat.S_ISDIR(info.st_mode)
-                and info.st_uid == os.geteuid()
-                and not info.st_mode & 0o022
-            ):
-                return directory
-    return None
-
-
-def _uid_is_free(uid: int) -> bool:
-    """True if no account and no group has this id (its gid would grant that group's files)."""
-    try:
-        pwd.getpwuid(uid)
-    except KeyError:
-        try:
-            grp.getgrgid(uid)
-        except KeyError:
-            return True
-    return False
-
-
-def _claim_identity() -> SandboxIdentity | None:
-    """A uid (and same-numbered gid) of this sandbox's own, or None when we cannot switch users.
-
-    Each sandbox gets an id unused by any account or group, and holds a lock on it: the sweep
-    that kills every process of that uid then cannot touch another grader's jobs on the same
-    machine (batch workers, parallel test runs), and RLIMIT_NPROC, which the kernel counts
-    per uid, is this sandbox's alone. A uid needs no passwd entry to be switched to.
-    """
-    if os.geteuid() != 0:
-        return None
-    lock_dir = _lock_directory()
-    if lock_dir is None:
-        log.warning("no private folder for sandbox uid locks; relying on pids being unique")
-    for attempt in range(SANDBOX_UID_SPAN):
-        uid = SANDBOX_UID_BASE + (os.getpid() + attempt) % SANDBOX_UID_SPAN
-        if not _uid_is_free(uid):
-            continue
-        if lock_dir is None:
-            return SandboxIdentity(uid, uid, None)
-        fd = os.open(lock_dir / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        os.set_inheritable(fd, False)
-        # Left over from a grader that was killed before it could sweep: not ours to keep.
-        _kill_uid(uid, uid)
-        return SandboxIdentity(uid, uid, fd)
-    log.warning("no free uid in %d..%d", SANDBOX_UID_BASE, SANDBOX_UID_BASE + SANDBOX_UID_SPAN)
-    return None
-
-
-def live_processes_of(uid: int) -> list[int]:
-    """Pids whose real uid is `uid` and that have not yet exited (zombies are already dead)."""
-    found = []
-    for status_file in Path("/proc").glob("[0-9]*/status"):
-        try:
-            fields = dict(
-                line.split(":", 1) for line in status_file.read_text().splitlines() if ":" in line
-            )
-            if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
-                found.append(int(status_file.parent.name))
-        except (OSError, KeyError, ValueError):
-            continue
-    return found
-
-
-def _kill_uid(uid: int, gid: int) -> list[int]:
-    """Kill every process of `uid`; return those still alive after trying (should be none).
-
-    `kill(-1)` sent *as* that uid reaches all of its processes at once, which a fork bomb
-    cannot outrun the way it outruns a kill per pid.
-    """
-    kill = shutil.which("kill") or ""
-    command = (
-        [kill, "-KILL", "-1"]
-        if kill
-        else [sys.executable, "-I", "-S", "-c", "import os; os.kill(-1, 9)"]
-    )
-    for _ in range(5):
-        alive = live_processes_of(uid)
-        if not alive:
-            return []
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(
-                command,
-                user=uid,
-                group=gid,
-                extra_groups=[],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                timeout=10,
-                check=False,
-            )
-        time.sleep(0.02)
-    return live_processes_of(uid)
-
-
-def _remove_files_of(uid: int, roots: list[Path]) -> None:
-    """Delete what `uid` left in world-writable folders (where there was no private /tmp).
-
-    A file of that uid can only have been made in a folder it could write: a world-writable
-    one, or one of its own, so only those are searched.
-    """
-    pending = [root for root in roots if root.is_dir() and not root.is_symlink()]
-    while pending:
-        folder = pending.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            path = Path(entry.path)
-            if info.st_uid == uid:
-                if stat.S_ISDIR(info.st_mode):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    with contextlib.suppress(OSError):
-                        path.unlink()
-            elif stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002:
-                pending.append(path)
-
-
 def _scrubbed_environment(settings: SandboxSettings, home: Path) -> dict[str, str]:
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -330,120 +123,6 @@ def _scrubbed_environment(settings: SandboxSettings, home: Path) -> dict[str, st
     if "CUDA_VISIBLE_DEVICES" in os.environ:
         env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
     return env
-
-
-def _read_capped(path: Path, limit: int) -> str:
-    """The head and tail of a file, `limit` bytes in all, so a flood cannot swamp feedback."""
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
-            if size <= limit:
-                data = handle.read()
-                return data.decode("utf-8", errors="replace")
-            head = handle.read(limit // 2)
-            handle.seek(size - limit // 2)
-            tail = handle.read()
-    except OSError:
-        return ""
-    skipped = size - len(head) - len(tail)
-    return (
-        head.decode("utf-8", errors="replace")
-        + f"\n[... {skipped} bytes of output left out ...]\n"
-        + tail.decode("utf-8", errors="replace")
-    )
-
-
-def decode_result(path: Path, *, max_bytes: int = MAX_RESULT_BYTES) -> Any:
-    """Read a result the student side wrote: JSON and raw tensor bytes, never an unpickler.
-
-    The format is `_encode_result`'s in sandbox_server.py. Everything in it is checked: the
-    sizes against the file and the cap, the tags, the dtypes (an allow-list), shapes against
-    byte counts, devices against a pattern; the values built are exactly the plain types,
-    so no subclass can lie to a comparison.
-    """
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise ValueError(
-            f"the result is {size / 2**20:.0f} MiB, over the {max_bytes >> 20} MiB cap"
-        )
-    data = path.read_bytes()
-    header_size = int.from_bytes(data[:4], "little")
-    if len(data) < 4 or header_size > min(len(data) - 4, MAX_RESULT_HEADER_BYTES):
-        raise ValueError("the result is not in the sandbox's format")
-    try:
-        header = json.loads(data[4 : 4 + header_size])
-    except (ValueError, RecursionError) as error:
-        raise ValueError(f"the result's header is not JSON: {_short(error)}") from None
-    if type(header) is not dict or header.get("version") != WIRE_VERSION or "value" not in header:
-        raise ValueError("the result's header is not in the sandbox's format")
-    return _decode_value(header["value"], _Blob(memoryview(data)[4 + header_size :]), depth=0)
-
-
-class _Blob:
-    """The result's tensor bytes, handed out in order: each byte belongs to one tensor at most.
-
-    The student side writes its tensors' bytes one after another in the header's order, so
-    each tensor must start at or after the end of the one before. Without this, a small file
-    whose header names the same bytes thousands of times would make the grader allocate
-    gigabytes, a copy per mention.
-    """
-
-    def __init__(self, data: memoryview) -> None:
-        self.data = data
-        self.end = 0
-
-    def take(self, offset: int, nbytes: int) -> memoryview:
-        if not self.end <= offset <= offset + nbytes <= len(self.data):
-            raise ValueError("the result's tensors overlap or lie outside its data")
-        self.end = offset + nbytes
-        return self.data[offset : offset + nbytes]
-
-
-def _decode_value(node: Any, blob: _Blob, *, depth: int) -> Any:
-    if depth > MAX_RESULT_DEPTH:
-        raise ValueError(f"the result is nested more than {MAX_RESULT_DEPTH} levels deep")
-    if node is None or type(node) in (bool, int, float, str):
-        return node
-    if type(node) is dict and len(node) == 1:
-        ((tag, body),) = node.items()
-        if tag in ("list", "tuple") and type(body) is list:
-            items = [_decode_value(item, blob, depth=depth + 1) for item in body]
-            return items if tag == "list" else tuple(items)
-        if tag == "dict" and type(body) is dict:
-            return {key: _decode_value(item, blob, depth=depth + 1) for key, item in body.items()}
-        if tag == "tensor" and type(body) is dict:
-            return _decode_tensor(body, blob)
-    raise ValueError("the result's header holds something that is not plain data")
-
-
-def _decode_tensor(spec: dict[str, Any], blob: _Blob) -> Any:
-    import torch
-
-    name = spec.get("dtype")
-    dtype = getattr(torch, name) if type(name) is str and name in WIRE_DTYPES else None
-    shape, device = spec.get("shape"), spec.get("device")
-    offset, nbytes = spec.get("offset"), spec.get("nbytes")
-    if (
-        not isinstance(dtype, torch.dtype)
-        or type(shape) is not list
-        or len(shape) > MAX_TENSOR_DIMS
-        or not all(type(n) is int and 0 <= n <= MAX_RESULT_BYTES for n in shape)
-        or type(offset) is not int
-        or type(nbytes) is not int
-        or not 0 <= offset <= offset + nbytes <= len(blob.data)
-        or math.prod(shape) * dtype.itemsize != nbytes
-        or type(device) is not str
-        or not re.fullmatch(r"cpu|cuda(:[0-9]{1,3})?", device)
-    ):
-        raise ValueError(f"the result holds a malformed tensor: {str(spec)[:200]}")
-    raw = bytearray(blob.take(offset, nbytes))  # writable, and owned by the tensor
-    if nbytes == 0:
-        tensor = torch.empty(shape, dtype=dtype)
-    elif dtype is torch.bool:  # any byte but 0 and 1 would be an invalid bool
-        tensor = torch.frombuffer(raw, dtype=torch.uint8).ne(0).reshape(shape)
-    else:
-        tensor = torch.frombuffer(raw, dtype=dtype).reshape(shape)
-    return tensor if device == "cpu" else tensor.to(device)
 
 
 def _restrict(path: Path) -> None:
@@ -515,7 +194,7 @@ class Sandbox:
         `submit` waits for readiness when the first job comes.
         """
         if self.identity is None:
-            self.identity = _claim_identity()
+            self.identity = claim_identity()
         self.workdir.mkdir(parents=True, exist_ok=True)
         # The sandbox user must be able to reach its own job folders, and nothing else here.
         os.chmod(self.workdir, 0o711)
@@ -528,7 +207,7 @@ class Sandbox:
             for path in hide:
                 _restrict(path)
         limits = self.settings.limits
-        config = {
+        config: Config = {
             "threads": self.settings.threads,
             "device": self.settings.device,
             "limits": {
@@ -575,7 +254,7 @@ class Sandbox:
         """Wait until the launched server has imported torch and probed its protections."""
         ready = self._zygote_replies.receive(SERVER_START_TIMEOUT_S)
         if ready is None or ready.get("event") != "ready":
-            log_tail = _read_capped(self.workdir / "server.log", 4000)
+            log_tail = read_capped(self.workdir / "server.log", 4000)
             self._stop()
             raise ConfigError(f"the sandbox could not start torch; its log ends with:\n{log_tail}")
         self.protections = self._describe(dict(ready.get("protections", {})))
@@ -658,18 +337,17 @@ class Sandbox:
             os.chown(home, self.identity.uid, self.identity.gid)
             os.chmod(home, 0o700)
         timeout = self.settings.limits.timeout_s
-        self._send(
-            {
-                "id": self._job_count,
-                "job_dir": str(job_dir),
-                "shared_dir": str(self._shared_dir),
-                "submission_dir": str(submission_dir),
-                "probe_file": str(probe_copy),
-                "module": module,
-                "probe": probe,
-                "timeout_s": timeout,
-            }
-        )
+        job: Job = {
+            "id": self._job_count,
+            "job_dir": str(job_dir),
+            "shared_dir": str(self._shared_dir),
+            "submission_dir": str(submission_dir),
+            "probe_file": str(probe_copy),
+            "module": module,
+            "probe": probe,
+            "timeout_s": timeout,
+        }
+        self._send(job)
         # The server's "started" is read in `result`: meanwhile this side runs the reference.
         return PendingJob(
             id=self._job_count,
@@ -753,96 +431,13 @@ class Sandbox:
     def _interpret(
         self, job: PendingJob, exited: dict[str, Any] | None, *, backstop: bool, elapsed: float
     ) -> Any:
-        limit = self.settings.limits.max_output_kb * 1024
-        # The monitor already trimmed these; the cap here only guards against a broken monitor.
-        output = StudentOutput(
-            stdout=_read_capped(job.job_dir / "stdout.txt", limit + 200),
-            stderr=_read_capped(job.job_dir / "stderr.txt", limit + 200),
-        )
-        imported = _size(job.job_dir / "progress") > 0
-        file_name = f"{job.module}.py"
         summary = None if backstop else self._summary(exited)
-        if summary is None or summary.get("timed_out"):
-            where = "running your code" if imported else f"importing {file_name}"
-            raise StudentFailure(
-                "timeout",
-                f"Stopped after {self.settings.limits.timeout_s:g} s while {where}. Look for an "
-                "infinite loop, a sleep, or far more work than asked (e.g. too many steps); "
-                "code at the top level of your file runs on import.",
-                output=output,
-                at_import=not imported,
-            )
-        if type(summary.get("gpu_memory_mb")) is int:
-            raise StudentFailure(
-                "error",
-                f"Your code used {summary['gpu_memory_mb']} MB of GPU memory and was stopped (the "
-                f"limit is {self.settings.limits.memory_mb} MB, plus what CUDA itself needs). "
-                "Check for tensors far larger than the inputs, or ones kept from earlier steps.",
-                output=output,
-                at_import=not imported,
-            )
-        status = int(summary["status"])
-        error_file = job.job_dir / "error.json"
-        result_file = job.job_dir / "result.bin"
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and _size(result_file) > 0:
-            try:
-                return decode_result(result_file)
-            except Exception as error:
-                raise StudentFailure(
-                    "error",
-                    "Your code's result could not be read as plain data (tensors, numbers, "
-                    f"lists, dicts): {_short(error)}",
-                    detail=repr(error),
-                    output=output,
-                ) from None
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == EXIT_RAISED and _size(error_file) > 0:
-            raise self._student_exception(error_file, file_name, output)
-        raise StudentFailure(
-            "error",
-            _explain_exit(status, file_name, self.settings.limits, elapsed),
-            detail=f"raw wait status {status}",
-            output=output,
-            at_import=not imported,
-        )
-
-    def _student_exception(
-        self, error_file: Path, file_name: str, output: StudentOutput
-    ) -> StudentFailure:
-        try:
-            if error_file.stat().st_size > MAX_ERROR_BYTES:
-                raise ValueError("error report too large")
-            report = json.loads(error_file.read_text(encoding="utf-8"))
-            kind, message = str(report["type"])[:200], str(report["message"])[:4000]
-            phase, line = str(report["phase"]), report.get("line")
-            traceback_text = str(report.get("traceback", ""))[:8000]
-        except (ValueError, KeyError, TypeError, OSError):
-            return StudentFailure(
-                "error", "Your code failed and its error could not be read.", output=output
-            )
-        where = f" (line {line} of {file_name})" if type(line) is int else ""
-        if kind == "NotImplementedError" and where:
-            text = f"Not implemented yet: {message or 'NotImplementedError'}{where}."
-        elif phase == "import":
-            text = f"{file_name} failed to import: {kind}: {message}{where}."
-        elif phase == "output":
-            text = f"Your function returned something that cannot be graded: {message}."
-        elif kind in ("SystemExit", "KeyboardInterrupt"):
-            text = (
-                f"Your code raised {kind}{where}; never call sys.exit() or exit() in a submission."
-            )
-        elif kind == "MemoryError":
-            text = (
-                f"Your code ran out of memory{where} (limit {self.settings.limits.memory_mb} MB). "
-                "Check for tensors far larger than the inputs."
-            )
-        else:
-            text = f"Your code raised {kind}: {message}{where}."
-        return StudentFailure(
-            "error",
-            text,
-            detail=traceback_text,
-            output=output,
-            at_import=phase == "import",
+        return interpret(
+            summary,
+            job_dir=job.job_dir,
+            module=job.module,
+            limits=self.settings.limits,
+            elapsed=elapsed,
         )
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -858,12 +453,12 @@ class Sandbox:
         """Kill every process of the sandbox's uid: double-forked daemons escape process groups."""
         if not self.identity:
             return
-        survivors = _kill_uid(self.identity.uid, self.identity.gid)
+        survivors = kill_uid(self.identity.uid, self.identity.gid)
         if survivors:
             raise SandboxError(f"processes of the sandbox uid survived the sweep: {survivors}")
         if not self.protections.get("private_tmp"):
             roots = [*PRIVATE_DIRS, tempfile.gettempdir(), "/run/lock"]
-            _remove_files_of(self.identity.uid, [Path(p) for p in dict.fromkeys(roots)])
+            remove_files_of(self.identity.uid, [Path(p) for p in dict.fromkeys(roots)])
 
     def _start_submission_server(self) -> None:
         """Have the zygote fork a server for the current submission, on a socket of its own.
@@ -874,7 +469,9 @@ class Sandbox:
         """
         assert self._control is not None
         ours, theirs = socket.socketpair()
-        request = {"probe_files": [str(path) for path in self._shared_probes.values()]}
+        request: SubmissionRequest = {
+            "probe_files": [str(path) for path in self._shared_probes.values()]
+        }
         with theirs:
             try:
                 socket.send_fds(self._control, [json.dumps(request).encode()], [theirs.fileno()])
@@ -909,7 +506,7 @@ class Sandbox:
         self._end_submission_server()
         self._sweep()
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: Job) -> None:
         assert self._channel is not None
         # A server that is gone is noticed by the next receive.
         with contextlib.suppress(OSError):
@@ -950,46 +547,3 @@ class _Lines:
         if not isinstance(message, dict):
             return None
         return message
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _short(error: BaseException, limit: int = 300) -> str:
-    text = str(error).splitlines()[0] if str(error) else type(error).__name__
-    return text[:limit]
-
-
-def _explain_exit(status: int, file_name: str, limits: Limits, elapsed: float) -> str:
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        if number == signal.SIGXCPU:
-            return (
-                f"Your code used more than {limits.timeout_s + CPU_GRACE_S:g} s of CPU time and "
-                "was stopped."
-            )
-        if number == signal.SIGKILL:
-            return (
-                "Your code was killed (most often for using too much memory: the limit is "
-                f"{limits.memory_mb} MB), after {elapsed:.1f} s."
-            )
-        if number == signal.SIGSEGV:
-            return "Your code crashed with a segmentation fault."
-        name = (
-            signal.Signals(number).name if number in signal.Signals._value2member_map_ else number
-        )
-        return f"Your code's process was ended by signal {name}."
-    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
-    if code == EXIT_UNREPORTABLE:
-        return (
-            "Your code failed, and its error could not even be reported: does "
-            f"{file_name} replace built-in functions or modules?"
-        )
-    return (
-        f"Your code ended the process (exit status {code}) before returning a result. Do not "
-        f"call sys.exit(), exit() or os._exit() in {file_name}."
-    )

@@ -1,6 +1,6 @@
 """The student side: a fork server that runs probes against student code, one process per job.
 
-Started by grader/sandbox.py as `python -I sandbox_server.py`, with a scrubbed environment.
+Started by client.py as `python -I server.py`, with a scrubbed environment.
 It imports only the standard library and torch (never the grader package), imports torch
 once, triggers torch's lazy imports once, and then forks one fresh *student process* per
 job, which before any student code:
@@ -31,12 +31,18 @@ forked from the zygote, which does all of the above for that submission's jobs a
 killed when the next submission starts; so no student process's memory ever held another
 submission's files, output or messages.
 
-Protocol, one JSON object per line. Our stdin is a unix socket: the trusted side writes the
-settings on it, we answer on our stdout {"event": "ready", "protections", "gpu_memory_cap"};
-then each request on the socket ({"probe_files"}) carries one descriptor, a socket for one
-submission, and we answer {"event": "forked", "pid"}. On that socket the trusted side writes
-jobs and the submission's server answers per job {"event": "started", "pid"} and {"event":
-"exited", "status", "timed_out", "setup", ...}.
+The protocol with the client (client.py) is protocol.py's: the `Config` on our stdin (a
+unix socket), `Ready` on our stdout, then a `SubmissionRequest` with a socket for each
+submission, answered with `Forked`; on that socket, a `Job` answered with `Started` and
+`Exited`. protocol.py and confine.py are loaded by path: we run outside the package.
+What the server holds besides the `Config` is a `ServerState`.
+
+Why one file of ~1,450 lines: it is the script `python -I` runs, outside the package (so
+that the student process inherits no grader code and nothing of the grader is importable
+from it), and every part of it runs in the zygote, a submission's server or the student
+process, in the order the module docstring gives. Its stdlib-only helpers that are not
+about the process tree (the messages, Landlock and seccomp) are already modules of their
+own, loaded by path.
 """
 
 from __future__ import annotations
@@ -60,7 +66,37 @@ import sysconfig
 import time
 import traceback
 import warnings
-from typing import Any, NoReturn
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn, cast
+
+
+def _load_module(name: str, path: str, code: Any = None) -> Any:
+    """Import the file at `path` as module `name`, from `code` if it was compiled already."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    if code is None:
+        spec.loader.exec_module(module)
+    else:
+        exec(code, module.__dict__)  # what exec_module does with the code it compiles
+    return module
+
+
+def _sibling(name: str) -> Any:
+    """One of the package's stdlib-only modules beside this file, loaded by path (we run
+    outside the package, with `python -I`, so it cannot be imported by name)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return _load_module(f"sandbox_{name}", os.path.join(here, f"{name}.py"))
+
+
+if TYPE_CHECKING:
+    from grader.sandbox import protocol
+    from grader.sandbox.protocol import Config, Job, LimitsConfig
+else:
+    protocol = _sibling("protocol")
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -101,14 +137,13 @@ PR_CAP_AMBIENT_CLEAR_ALL = 4
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 MAX_MESSAGE_CHARS = 4000
 MAX_TRACEBACK_CHARS = 6000
-MAX_OPEN_FILES = 256
 # Top-level folders of the operating system; every other one is covered by an empty tmpfs.
 SYSTEM_TOP_DIRS = frozenset(
     {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys"}
     | {"run", "var", "tmp"}
 )
 # What Landlock leaves readable besides Python, torch and the job: the operating system.
-# (/dev is a rule of its own in sandbox_confine.py; /run, /var and /tmp are not needed.)
+# (/dev is a rule of its own in confine.py; /run, /var and /tmp are not needed.)
 CONFINED_SYSTEM_DIRS = (
     *("bin", "sbin", "lib", "lib32", "lib64", "libx32"),
     *("usr", "etc", "proc", "sys"),
@@ -119,27 +154,16 @@ LIVE_TREES = ("/proc", "/sys", "/dev")
 RESULT_FD, ERROR_FD, PROGRESS_FD = 3, 4, 5
 # The server's pidfd, kept only until the student process runs as the sandbox uid.
 SERVER_FD = 6
-# Exit statuses of the student process that carry meaning (anything else is the student's).
-EXIT_RAISED, EXIT_UNREPORTABLE, EXIT_SETUP = 2, 3, 4
-# What the start-up probe finds out; every later job must get all of those that were there.
-PROBED = (
-    "landlock",
-    "seccomp",
-    "pid_namespace",
-    "network_isolated",
-    "ipc_isolated",
-    "read_only_filesystem",
-    "private_proc",
-    "private_tmp",
-    "paths_hidden",
-    "minimal_view",
+# Shared with the client (protocol.py): what exit statuses mean, the probed protections,
+# the result's wire format.
+EXIT_RAISED, EXIT_UNREPORTABLE, EXIT_SETUP = (
+    protocol.EXIT_RAISED,
+    protocol.EXIT_UNREPORTABLE,
+    protocol.EXIT_SETUP,
 )
-# The result's wire format (read by grader/sandbox.py), and the tensor dtypes it carries.
-WIRE_VERSION = 1
-WIRE_DTYPES = frozenset(
-    {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"}
-    | {"float64", "complex64", "complex128"}
-)
+MAX_OPEN_FILES = protocol.MAX_OPEN_FILES
+PROBED = protocol.PROBED
+WIRE_VERSION, WIRE_DTYPES = protocol.WIRE_VERSION, protocol.WIRE_DTYPES
 # Student files up to this size are compiled once by the server rather than by every job.
 MAX_PRECOMPILED_BYTES = 256 * 1024
 # In the server's work folder while it compiles a student file.
@@ -153,6 +177,49 @@ GPU_WATCH_INTERVAL_S = 0.1
 GPU_CONTEXT_ALLOWANCE_MB = 1024
 # How long the monitor keeps reading output after the student side is gone.
 DRAIN_GRACE_S = 1.0
+
+
+@dataclass
+class ServerState:
+    """What the server holds besides the client's `Config`, built up as it starts.
+
+    One per process: a submission's server, forked from the zygote, changes its own copy.
+    """
+
+    config: Config
+    # The zygote's pid: a submission's server exits if its parent is no longer that one.
+    zygote: int = 0
+    # The top-level folders that a view covers with an empty tmpfs (all but the system's).
+    cover: list[str] = field(default_factory=list)
+    # A pidfd of the jobs' monitor (this process), readable once it has died.
+    server_pidfd: int = -1
+    # Processes and threads of our uid before any job (RLIMIT_NPROC counts them all when we
+    # are not root, so a job's limit goes on top); None as root.
+    nproc_baseline: int | None = None
+    # What the covers must leave visible: the interpreter and its libraries, torch.
+    keep: list[str] = field(default_factory=list)
+    # confine.py, loaded by path.
+    confine: Any = None
+    # The protections the server's own view already gives (None: each job shapes it all).
+    view: dict[str, Any] | None = None
+    # The server already left the network, and every job with it.
+    server_offline: bool = False
+    # Reads a GPU job's memory from outside it (None on CPU, or without NVML).
+    gpu_memory: Any = None
+    # Sends a message to the client on the submission's channel (none before there is one:
+    # the start-up probe's "started" is for no one).
+    reply: Callable[[Mapping[str, object]], None] = lambda message: None
+    # What the start-up probe got: a job that cannot get all of it is refused.
+    require: list[str] = field(default_factory=list)
+    # Probe files imported once, by path (None: it failed, each job imports it and reports).
+    probe_modules: dict[str, Any] = field(default_factory=dict)
+    # The file that names the student file being compiled (see _compile_student_file).
+    compile_marker: str = ""
+    # Student files compiled once per submission: path -> (content digest, code or None).
+    student_code: dict[str, tuple[bytes, Any]] = field(default_factory=dict)
+    # The digest a dead server's compile marker named: never compiled here again.
+    compile_crashed: frozenset[str] = frozenset()
+
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
@@ -233,11 +300,11 @@ def _make_read_only() -> bool:
     return done
 
 
-def _isolate(config: dict[str, Any], job_paths: list[str]) -> dict[str, Any]:
+def _isolate(state: ServerState, job_paths: list[str]) -> dict[str, Any]:
     """New network, IPC and mount namespaces, and a reduced view of the file system."""
     done: dict[str, Any] = {
         "pid_namespace": os.getpid() == 1,
-        "network_isolated": config["server_offline"] or _libc.unshare(CLONE_NEWNET) == 0,
+        "network_isolated": state.server_offline or _libc.unshare(CLONE_NEWNET) == 0,
         "ipc_isolated": _libc.unshare(CLONE_NEWIPC) == 0,
         "read_only_filesystem": False,
         "private_proc": False,
@@ -250,7 +317,7 @@ def _isolate(config: dict[str, Any], job_paths: list[str]) -> dict[str, Any]:
         return done
     # The server's own view (when it could shape one) is already private and read-only, with
     # the covers and hidden paths in place: a copy of it needs only this job's own parts.
-    view = config.get("view")
+    view = state.view
     if view is None:
         try:
             _mount("none", "/", None, MS_REC | MS_PRIVATE)
@@ -264,81 +331,138 @@ def _isolate(config: dict[str, Any], job_paths: list[str]) -> dict[str, Any]:
         with contextlib.suppress(OSError):
             _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
             done["private_proc"] = True
-    done.update(
-        _shape_view(config, read_only=[*config["keep"], *job_paths], base=view is None, jobs=True)
-    )
+    done.update(_shape_job_view(state, [*state.keep, *job_paths], whole=view is None))
     return done
 
 
-def _shape_view(
-    config: dict[str, Any],
-    *,
-    read_only: list[str],
-    writable: tuple[str, ...] = (),
-    base: bool,
-    jobs: bool,
-) -> dict[str, Any]:
-    """Shape the file system of our (fresh, private) mount namespace; say what was done.
+def _shape_server_view(state: ServerState) -> dict[str, Any]:
+    """Shape the server's own (fresh, private) mount namespace; say what was done.
 
-    `base`: remount everything read-only, cover every non-system top-level folder, hide the
-    hidden paths. `jobs`: fresh tmpfs mounts on the world-writable folders, and a home.
-    Then the `read_only` folders that a cover or a tmpfs hid (the interpreter, torch, the
-    job's folders) are put back at their paths, read-only, and the `writable` ones (the
-    server's work folder) as they were; a writable one that cannot be put back raises.
+    Remount everything read-only, cover every non-system top-level folder, hide the hidden
+    paths; then put back, read-only, the folders a cover hid that jobs need (the interpreter,
+    torch), and the server's work folder as it was (raises if that cannot be put back).
     """
-    done: dict[str, Any] = {}
-    if base:
-        done["read_only_filesystem"] = _make_read_only()
-    keep = sorted({os.path.realpath(p) for p in read_only if os.path.isdir(p)})
-    rw = [os.path.realpath(path) for path in writable]
-    handles = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in keep + rw}
-    private_mounted: list[str] = []
-    covered: list[str] = []
-    if jobs:
-        private_ok = True
-        tmp_mb = int(config["limits"]["tmp_mb"])
-        for path in config["private_dirs"]:
-            if not os.path.isdir(path) or os.path.islink(path):
-                continue
-            try:
-                options = f"size={tmp_mb}m,nr_inodes=16384,mode=1777"
-                _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options)
-                private_mounted.append(path)
-            except OSError:
-                private_ok = False
-        done["private_tmp"] = private_ok and bool(private_mounted)
-    view_ok = True
-    if base:
-        # Everything outside the system's own folders disappears (home folders, the course,
-        # other submissions), so there is nothing to search for; made read-only once the
-        # paths to keep are back.
-        for path in config["cover"]:
-            try:
-                if os.path.islink(path):
-                    continue
-                if os.path.isdir(path):
-                    _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
-                    covered.append(path)
-                elif os.path.isfile(path):
-                    _mount("/dev/null", path, None, MS_BIND)
-            except OSError:
-                view_ok = False
-    for path in rw:
+    done: dict[str, Any] = {"read_only_filesystem": _make_read_only()}
+    keep = _real_dirs(state.keep)
+    writable = [os.path.realpath(state.config["workdir"])]
+    handles = _open_dirs(keep + writable)
+    covered, view_ok = _cover_top_level(state)
+    for path in writable:
         # Read-only since the remount above: put back as it was, above any cover.
         os.makedirs(path, mode=0o755, exist_ok=True)
         _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
         _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
+    kept_view, _ = _put_back(keep, handles, private_mounted=[], covered=covered)
+    _close_all(handles)
+    _seal_covers(state, covered, view_ok=view_ok and kept_view, done=done)
+    return done
+
+
+def _shape_job_view(state: ServerState, read_only: list[str], *, whole: bool) -> dict[str, Any]:
+    """Shape a job's (fresh, private) mount namespace; say what was done.
+
+    Fresh tmpfs mounts on the world-writable folders, and a home in the first of them. The
+    namespace is a copy of the server's, already shaped (see `_shape_server_view`), unless
+    `whole`: where the server has no view of its own, the job also does all that the server
+    would have done, in the same order. Then the `read_only` folders (the interpreter,
+    torch, the job's folders) that a cover or a tmpfs hid are put back, read-only.
+    """
+    done: dict[str, Any] = {}
+    if whole:
+        done["read_only_filesystem"] = _make_read_only()
+    keep = _real_dirs(read_only)
+    handles = _open_dirs(keep)
+    private_mounted, done["private_tmp"] = _mount_private_dirs(state)
+    covered, view_ok = _cover_top_level(state) if whole else ([], True)
+    kept_view, kept_private = _put_back(
+        keep, handles, private_mounted=private_mounted, covered=covered
+    )
+    if not kept_private:
+        done["private_tmp"] = False
+    _close_all(handles)
+    if whole:
+        _seal_covers(state, covered, view_ok=view_ok and kept_view, done=done)
+    if private_mounted:
+        home = os.path.join(private_mounted[0], "home")
+        os.mkdir(home, 0o700)
+        uid, gid = state.config.get("uid"), state.config.get("gid")
+        if uid is not None and gid is not None:
+            os.chown(home, uid, gid)
+        done["home"] = home
+    return done
+
+
+def _real_dirs(paths: list[str]) -> list[str]:
+    return sorted({os.path.realpath(p) for p in paths if os.path.isdir(p)})
+
+
+def _open_dirs(paths: list[str]) -> dict[str, int]:
+    """A handle on each folder as it is now, to bind it back once covers have hidden it."""
+    return {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in paths}
+
+
+def _close_all(handles: dict[str, int]) -> None:
+    for handle in handles.values():
+        os.close(handle)
+
+
+def _mount_private_dirs(state: ServerState) -> tuple[list[str], bool]:
+    """An empty, size-capped tmpfs on each world-writable folder: those mounted, and whether
+    every one that exists got one."""
+    private_ok = True
+    private_mounted: list[str] = []
+    tmp_mb = int(state.config["limits"]["tmp_mb"])
+    for path in state.config["private_dirs"]:
+        if not os.path.isdir(path) or os.path.islink(path):
+            continue
+        try:
+            options = f"size={tmp_mb}m,nr_inodes=16384,mode=1777"
+            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options)
+            private_mounted.append(path)
+        except OSError:
+            private_ok = False
+    return private_mounted, private_ok and bool(private_mounted)
+
+
+def _cover_top_level(state: ServerState) -> tuple[list[str], bool]:
+    """Cover every folder outside the system's own (home folders, the course, other
+    submissions), so there is nothing to search for: the folders covered, and whether every
+    cover took. Made read-only by `_seal_covers`, once the paths to keep are back."""
+    covered: list[str] = []
+    view_ok = True
+    for path in state.cover:
+        try:
+            if os.path.islink(path):
+                continue
+            if os.path.isdir(path):
+                _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+                covered.append(path)
+            elif os.path.isfile(path):
+                _mount("/dev/null", path, None, MS_BIND)
+        except OSError:
+            view_ok = False
+    return covered, view_ok
+
+
+def _put_back(
+    keep: list[str], handles: dict[str, int], *, private_mounted: list[str], covered: list[str]
+) -> tuple[bool, bool]:
+    """Put each kept folder that a cover or a private tmpfs hid back at its path, read-only.
+
+    One that cannot be put back is uncovered instead (without it the student could not even
+    import), and leaves `covered` or `private_mounted`: returns whether no cover and no
+    private tmpfs had to go.
+    """
+    view_ok = private_ok = True
     for path in keep:
         trees = [t for t in private_mounted + covered if _inside(path, t) and path != t]
         if not trees:
             continue
-        # Covered: put the original back, read-only, at the same path.
         try:
             os.makedirs(path, mode=0o755, exist_ok=True)
             _mount(f"/proc/self/fd/{handles[path]}", path, None, MS_BIND | MS_REC)
             _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
         except OSError:
-            # Without it the student could not even import: uncover rather than break.
             for tree in trees:
                 _check(_libc.umount2(os.fsencode(tree), MNT_DETACH), f"uncover {tree}")
                 if tree in covered:
@@ -346,21 +470,18 @@ def _shape_view(
                     view_ok = False
                 else:
                     private_mounted.remove(tree)
-                    done["private_tmp"] = False
-    for handle in handles.values():
-        os.close(handle)
-    if base:
-        for path in covered:
-            _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-        done["minimal_view"] = view_ok
-        done["paths_hidden"] = _hide(config["hide"])
-    if private_mounted:
-        home = os.path.join(private_mounted[0], "home")
-        os.mkdir(home, 0o700)
-        if config.get("uid") is not None:
-            os.chown(home, config["uid"], config["gid"])
-        done["home"] = home
-    return done
+                    private_ok = False
+    return view_ok, private_ok
+
+
+def _seal_covers(
+    state: ServerState, covered: list[str], *, view_ok: bool, done: dict[str, Any]
+) -> None:
+    """Make the covers read-only and hide the hidden paths; record both in `done`."""
+    for path in covered:
+        _mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    done["minimal_view"] = view_ok
+    done["paths_hidden"] = _hide(state.config["hide"])
 
 
 def _hide(paths: list[str]) -> bool:
@@ -389,7 +510,7 @@ def _leave_the_network() -> bool:
     return os.geteuid() == 0 and _libc.unshare(CLONE_NEWNET) == 0
 
 
-def _server_view(config: dict[str, Any]) -> dict[str, Any] | None:
+def _server_view(state: ServerState) -> dict[str, Any] | None:
     """Shape the server's own view once (read-only, covered, hidden; its work folder
     writable), so that each job copies it and adds only its private parts (~1 ms less per
     job than shaping the whole view each time). As root only: a user could get a mount
@@ -403,13 +524,7 @@ def _server_view(config: dict[str, Any]) -> dict[str, Any] | None:
             return None
         try:
             _mount("none", "/", None, MS_REC | MS_PRIVATE)
-            return _shape_view(
-                config,
-                read_only=config["keep"],
-                writable=(config["workdir"],),
-                base=True,
-                jobs=False,
-            )
+            return _shape_server_view(state)
         except OSError:
             traceback.print_exc()  # for staff, in the server's log; each job shapes it all
             _check(_libc.setns(original, CLONE_NEWNS), "return to the original mount namespace")
@@ -495,11 +610,11 @@ def _open_gpu_memory_reader(device: str) -> _NvmlReader | None:
         return None
 
 
-def _gpu_memory_cap(config: dict[str, Any]) -> str:
+def _gpu_memory_cap(device: str, gpu_memory: _NvmlReader | None) -> str:
     """How a job's GPU memory is capped (environment.sandbox.gpu_memory_cap)."""
-    if config["device"] != "cuda":
+    if device != "cuda":
         return "none (cpu)"
-    return "nvml-watchdog" if config.get("gpu_memory") is not None else "in-process only"
+    return "nvml-watchdog" if gpu_memory is not None else "in-process only"
 
 
 def _in_job(pid: int, student: int) -> bool:
@@ -528,7 +643,7 @@ def _gpu_memory_over_cap(
     return used if used > cap_bytes else None
 
 
-def _set_limits(limits: dict[str, Any], *, device: str) -> None:
+def _set_limits(limits: LimitsConfig, *, device: str) -> None:
     def cap(kind: int, value: int) -> None:
         _soft, hard = resource.getrlimit(kind)
         if hard != resource.RLIM_INFINITY:
@@ -548,10 +663,10 @@ def _set_limits(limits: dict[str, Any], *, device: str) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def _drop_privileges(config: dict[str, Any]) -> None:
+def _drop_privileges(state: ServerState) -> None:
     """Become the sandbox uid (when root) and give up every capability and privilege gain."""
-    uid, gid = config.get("uid"), config.get("gid")
-    limits = config["limits"]
+    uid, gid = state.config.get("uid"), state.config.get("gid")
+    limits = state.config["limits"]
     if os.geteuid() == 0 and uid is not None and gid is not None:
         os.setgroups([])
         os.setgid(gid)
@@ -565,7 +680,7 @@ def _drop_privileges(config: dict[str, Any]) -> None:
         _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
         header = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
         _libc.capset(ctypes.byref(header), (_CapData * 2)())
-        nproc = int(limits["max_processes"]) + int(config.get("nproc_baseline", 0))
+        nproc = int(limits["max_processes"]) + (state.nproc_baseline or 0)
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
@@ -643,20 +758,6 @@ def _describe_exception(error: BaseException, phase: str, student_file: str) -> 
     }
 
 
-def _load_module(name: str, path: str, code: Any = None) -> Any:
-    """Import the file at `path` as module `name`, from `code` if it was compiled already."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    if code is None:
-        spec.loader.exec_module(module)
-    else:
-        exec(code, module.__dict__)  # what exec_module does with the code it compiles
-    return module
-
-
 def _die_with_server(server_pidfd: int) -> None:
     """Be killed when the server dies, or exit now if it already has.
 
@@ -669,10 +770,8 @@ def _die_with_server(server_pidfd: int) -> None:
         os._exit(EXIT_SETUP)
 
 
-def _confine(
-    config: dict[str, Any], job: dict[str, Any], setup: dict[str, Any], home: str
-) -> dict[str, Any]:
-    """Landlock and seccomp, the walls that need no privilege (grader/sandbox_confine.py).
+def _confine(state: ServerState, job: Job, setup: dict[str, Any], home: str) -> dict[str, Any]:
+    """Landlock and seccomp, the walls that need no privilege (confine.py).
 
     Read: the operating system, Python and torch, and this job's folders; write: the job's
     home and shared memory (DataLoader workers), plus /tmp where it is a private tmpfs.
@@ -680,11 +779,11 @@ def _confine(
     course's checkout, other jobs.
     """
     read = [os.path.join("/", name) for name in CONFINED_SYSTEM_DIRS]
-    read += [*config["keep"], job["job_dir"], *([job["shared_dir"]] if "shared_dir" in job else [])]
+    read += [*state.keep, job["job_dir"], *([job["shared_dir"]] if "shared_dir" in job else [])]
     write = [home, "/dev/shm", *(("/tmp", "/var/tmp") if setup.get("private_tmp") else ())]
-    done = config["confine"].confine(read=read, write=write)
+    done = state.confine.confine(read=read, write=write)
     landlock, seccomp = bool(done["landlock"]), bool(done["seccomp"])
-    hidden_but_readable = any(_inside(path, tree) for path in config["hide"] for tree in read)
+    hidden_but_readable = any(_inside(path, tree) for path in state.config["hide"] for tree in read)
     # The guarantees the namespaces give, kept by these other means where they were refused
     # (Docker's default profile): no socket but unix ones; nothing to read but the above.
     return {
@@ -698,18 +797,18 @@ def _confine(
 
 
 def _run_student(
-    job: dict[str, Any],
-    config: dict[str, Any],
+    job: Job,
+    state: ServerState,
     torch: Any,
     files: dict[str, int],
     pipes: dict[str, int],
 ) -> NoReturn:
     """Isolate, limit, unprivilege; import the student's file, run the probe, send data back."""
     os.setsid()
-    _die_with_server(config["server_pidfd"])
+    _die_with_server(state.server_pidfd)
     job_dir = job["job_dir"]
     try:
-        setup = _isolate(config, [job_dir, *([job["shared_dir"]] if "shared_dir" in job else [])])
+        setup = _isolate(state, [job_dir, *([job["shared_dir"]] if "shared_dir" in job else [])])
     except OSError as error:
         os.write(pipes["report"], json.dumps({"refused": f"isolation: {error}"}).encode())
         os._exit(EXIT_SETUP)
@@ -718,13 +817,14 @@ def _run_student(
     with contextlib.suppress(OSError):
         _write_file("/proc/self/oom_score_adj", "1000")
     home = setup["home"] or os.path.join(job_dir, "home")
-    setup.update(_confine(config, job, setup, home))
-    missing = [name for name in job.get("require", ()) if not setup.get(name)]
+    setup.update(_confine(state, job, setup, home))
+    missing = [name for name in state.require if not setup.get(name)]
     report: dict[str, Any] = {"setup": setup}
     if missing:
         report["refused"] = f"protections this server had at start are missing: {missing}"
     os.write(pipes["report"], json.dumps(report).encode())
-    if missing or not job.get("module"):  # refused, or the start-up probe (no student code)
+    module_name = job.get("module")
+    if missing or not module_name:  # refused, or the start-up probe (no student code)
         os._exit(EXIT_SETUP if missing else 0)
 
     # Lift every descriptor we keep above the targets first, so no dup2 closes one we need.
@@ -736,7 +836,7 @@ def _run_student(
         RESULT_FD: files["result.bin"],
         ERROR_FD: files["error.json"],
         PROGRESS_FD: files["progress"],
-        SERVER_FD: config["server_pidfd"],
+        SERVER_FD: state.server_pidfd,
     }
     lifted = {target: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for target, fd in targets.items()}
     for target, fd in lifted.items():
@@ -746,8 +846,8 @@ def _run_student(
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(number, signal.SIG_DFL)
     os.chdir(home)
-    _set_limits(config["limits"], device=config["device"])
-    _drop_privileges(config)
+    _set_limits(state.config["limits"], device=state.config["device"])
+    _drop_privileges(state)
     _die_with_server(SERVER_FD)  # again: the change of uid cancelled the first request
     os.close(SERVER_FD)
     os.environ.update(HOME=home, TMPDIR=home, USER="sandbox", LOGNAME="sandbox")
@@ -757,13 +857,13 @@ def _run_student(
         TORCHINDUCTOR_CACHE_DIR=os.path.join(home, "torchinductor"),
         TRITON_CACHE_DIR=os.path.join(home, "triton"),
     )
-    if config["device"] == "cuda":
-        _cap_gpu_memory(torch, int(config["limits"]["memory_mb"]))
+    if state.config["device"] == "cuda":
+        _cap_gpu_memory(torch, int(state.config["limits"]["memory_mb"]))
     import tempfile
 
     tempfile.tempdir = None  # forget the server's cached temporary folder
 
-    student_file = job["module"] + ".py"
+    student_file = module_name + ".py"
     submission_dir = job["submission_dir"]
     sys.path.insert(0, submission_dir)
     phase = "import"
@@ -771,14 +871,14 @@ def _run_student(
         # Written by the trusted side, and read before any student code runs.
         with open(os.path.join(job_dir, "input.pkl"), "rb") as handle:
             kwargs = pickle.load(handle)
-        probes = config["probe_modules"].get(job["probe_file"])
+        probes = state.probe_modules.get(job["probe_file"])
         if probes is None:  # the server could not import it: fail here, where it is reported
             probes = _load_module("probes", job["probe_file"])
         sys.modules["probes"] = probes
         probe = getattr(probes, job["probe"])
         student_path = os.path.join(submission_dir, student_file)
-        code = config["student_code"].get(student_path, (b"", None))[1]
-        module = _load_module(job["module"], student_path, code)
+        code = state.student_code.get(student_path, (b"", None))[1]
+        module = _load_module(module_name, student_path, code)
         os.write(PROGRESS_FD, b"imported\n")
         phase = "run"
         result = probe(module, **kwargs)
@@ -922,10 +1022,30 @@ class _PidNamespaces:
         return int(text)
 
 
+class _JobPipes:
+    """The job's stdout and stderr (kept as a bounded head and tail) and its setup report."""
+
+    def __init__(self, ends: dict[str, tuple[int, int]], limit: int) -> None:
+        self.stdout, self.stderr, self.report_fd = (
+            ends[name][0] for name in ("stdout", "stderr", "report")
+        )
+        self.streams = {self.stdout: _Capture(limit), self.stderr: _Capture(limit)}
+        self.report = bytearray()
+
+    def add(self, fd: int, chunk: bytes) -> None:
+        if fd == self.report_fd:
+            self.report += chunk[: 1 << 16]
+        else:
+            self.streams[fd].add(chunk)
+
+
 def _run_job(
-    job: dict[str, Any], config: dict[str, Any], torch: Any, namespaces: _PidNamespaces
+    job: Job, state: ServerState, torch: Any, namespaces: _PidNamespaces
 ) -> dict[str, Any]:
-    """Run one job to its end: drain its output, enforce its wall time, leave nothing behind."""
+    """Run one job to its end: drain its output, enforce its wall time, leave nothing behind.
+
+    Returns the job's `Exited` message.
+    """
     started = time.monotonic()
     job_dir = job["job_dir"]
     created = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
@@ -934,64 +1054,36 @@ def _run_job(
         for name in ("result.bin", "error.json", "progress")
     }
     ends = {name: os.pipe() for name in ("stdout", "stderr", "report")}
-    if job.get("probe_file"):
-        _import_probes(job["probe_file"], config["probe_modules"])
-    if job.get("module"):
-        path = os.path.join(job["submission_dir"], job["module"] + ".py")
-        marker, crashed = config["compile_marker"], config["compile_crashed"]
-        _compile_student_file(path, config["student_code"], marker, crashed)
+    _compile_once(job, state)
     pid = namespaces.fork()
     if pid == 0:
         try:
             for read_end, _ in ends.values():
                 os.close(read_end)
-            _run_student(job, config, torch, files, {k: w for k, (_, w) in ends.items()})
+            _run_student(job, state, torch, files, {k: w for k, (_, w) in ends.items()})
         except BaseException:
             # Our own bug, not the student's: the server's log (stderr) is for staff.
             traceback.print_exc()
         finally:
             os._exit(EXIT_SETUP)
-    config["reply"]({"event": "started", "id": job["id"], "pid": pid})
+    state.reply({"event": "started", "id": job["id"], "pid": pid})
     for fd in (*files.values(), *(write_end for _, write_end in ends.values())):
         os.close(fd)
-    limit = int(config["limits"]["max_output_bytes"])
-    out_r, err_r, report_r = (ends[name][0] for name in ("stdout", "stderr", "report"))
-    streams = {out_r: _Capture(limit), err_r: _Capture(limit)}
-    report = bytearray()
+    pipes = _JobPipes(ends, int(state.config["limits"]["max_output_bytes"]))
     exited = os.pidfd_open(pid)
-    deadline = started + float(job["timeout_s"])
-    timed_out = False
+    watched = {pipes.stdout, pipes.stderr, pipes.report_fd, exited}
     # Outside the student process, so that student code cannot lift it: see _NvmlReader.
-    gpu_reader = config.get("gpu_memory") if job.get("module") else None
-    gpu_cap = (int(config["limits"]["memory_mb"]) + GPU_CONTEXT_ALLOWANCE_MB) * 2**20
-    gpu_used: int | None = None
-    gpu_checked = 0.0
-    watched = {out_r, err_r, report_r, exited}
-    while exited in watched:
-        now = time.monotonic()
-        remaining = deadline - now
-        if remaining <= 0:
-            timed_out = True
-            break
-        if gpu_reader is not None:
-            if now - gpu_checked >= GPU_WATCH_INTERVAL_S:
-                gpu_checked = now
-                gpu_used = _gpu_memory_over_cap(gpu_reader, pid, gpu_cap)
-                if gpu_used is not None:
-                    break
-            remaining = min(remaining, GPU_WATCH_INTERVAL_S)
-        ready, _, _ = select.select(list(watched), [], [], remaining)
-        for fd in ready:
-            if fd == exited:
-                watched.discard(fd)
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                watched.discard(fd)
-            elif fd == report_r:
-                report += chunk[: 1 << 16]
-            else:
-                streams[fd].add(chunk)
+    gpu_reader = state.gpu_memory if job.get("module") else None
+    gpu_cap = (int(state.config["limits"]["memory_mb"]) + GPU_CONTEXT_ALLOWANCE_MB) * 2**20
+    timed_out, gpu_used = _watch(
+        pid,
+        exited,
+        pipes,
+        watched,
+        deadline=started + float(job["timeout_s"]),
+        gpu_reader=gpu_reader,
+        gpu_cap=gpu_cap,
+    )
     # The student process is pid 1 of its namespace: its end is the end of all it started.
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
@@ -1001,24 +1093,21 @@ def _run_job(
     _kill_descendants()
     # Every writer is dead now, so what is left in the pipes ends.
     grace = time.monotonic() + DRAIN_GRACE_S
-    for fd in (out_r, err_r, report_r):
+    for fd in (pipes.stdout, pipes.stderr, pipes.report_fd):
         while fd in watched and time.monotonic() < grace:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
-            if fd == report_r:
-                report += chunk[: 1 << 16]
-            else:
-                streams[fd].add(chunk)
-    for fd in (out_r, err_r, report_r, exited):
+            pipes.add(fd, chunk)
+    for fd in (pipes.stdout, pipes.stderr, pipes.report_fd, exited):
         os.close(fd)
     try:
-        summary: dict[str, Any] = dict(json.loads(bytes(report) or b"{}"))
+        summary: dict[str, Any] = dict(json.loads(bytes(pipes.report) or b"{}"))
     except (ValueError, TypeError):
         summary = {"refused": "the student process's setup report was unreadable"}
-    for name, fd in (("stdout", out_r), ("stderr", err_r)):
-        streams[fd].write(os.path.join(job_dir, f"{name}.txt"))
-        summary[f"{name}_bytes"] = streams[fd].total
+    for name, fd in (("stdout", pipes.stdout), ("stderr", pipes.stderr)):
+        pipes.streams[fd].write(os.path.join(job_dir, f"{name}.txt"))
+        summary[f"{name}_bytes"] = pipes.streams[fd].total
     if gpu_used is not None:
         summary["gpu_memory_mb"] = gpu_used >> 20
     summary.update(
@@ -1029,6 +1118,55 @@ def _run_job(
         wall_s=round(time.monotonic() - started, 3),
     )
     return summary
+
+
+def _compile_once(job: Job, state: ServerState) -> None:
+    """Import the job's probe file and compile the student's file here, if not done yet."""
+    if job.get("probe_file"):
+        _import_probes(job["probe_file"], state.probe_modules)
+    module_name = job.get("module")
+    if module_name:
+        path = os.path.join(job["submission_dir"], module_name + ".py")
+        marker, crashed = state.compile_marker, state.compile_crashed
+        _compile_student_file(path, state.student_code, marker, crashed)
+
+
+def _watch(
+    pid: int,
+    exited: int,
+    pipes: _JobPipes,
+    watched: set[int],
+    *,
+    deadline: float,
+    gpu_reader: Any,
+    gpu_cap: int,
+) -> tuple[bool, int | None]:
+    """Drain the job's pipes until its student process exits, its wall time is up (True), or
+    its GPU memory is over the cap (the bytes used); `watched` loses each fd that ended."""
+    gpu_checked = 0.0
+    while exited in watched:
+        now = time.monotonic()
+        remaining = deadline - now
+        if remaining <= 0:
+            return True, None
+        if gpu_reader is not None:
+            if now - gpu_checked >= GPU_WATCH_INTERVAL_S:
+                gpu_checked = now
+                gpu_used = _gpu_memory_over_cap(gpu_reader, pid, gpu_cap)
+                if gpu_used is not None:
+                    return False, gpu_used
+            remaining = min(remaining, GPU_WATCH_INTERVAL_S)
+        ready, _, _ = select.select(list(watched), [], [], remaining)
+        for fd in ready:
+            if fd == exited:
+                watched.discard(fd)
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                watched.discard(fd)
+            else:
+                pipes.add(fd, chunk)
+    return False, None
 
 
 # -- the server --------------------------------------------------------------------------------
@@ -1146,18 +1284,18 @@ def _own_task_count() -> int:
 
 
 def _probe_protections(
-    config: dict[str, Any], torch: Any, namespaces: _PidNamespaces
+    state: ServerState, torch: Any, namespaces: _PidNamespaces
 ) -> dict[str, bool]:
     """Run the isolation steps once without student code: what does this machine allow?"""
-    job = {"id": 0, "job_dir": config["probe_dir"], "module": None, "timeout_s": 30}
-    summary = _run_job(job, config, torch, namespaces)
+    job: Job = {"id": 0, "job_dir": state.config["probe_dir"], "module": None, "timeout_s": 30}
+    summary = _run_job(job, state, torch, namespaces)
     setup = summary.get("setup", {}) if not summary.get("refused") else {}
     found = {name: bool(setup.get(name)) for name in PROBED}
-    found["separate_user"] = os.geteuid() == 0 and config.get("uid") is not None
+    found["separate_user"] = os.geteuid() == 0 and state.config.get("uid") is not None
     return found
 
 
-def _read_config(control: socket.socket) -> dict[str, Any]:
+def _read_config(control: socket.socket) -> Config:
     """The first line on the control socket: the trusted side's settings for this sandbox."""
     data = b""
     while not data.endswith(b"\n"):
@@ -1165,7 +1303,7 @@ def _read_config(control: socket.socket) -> dict[str, Any]:
         if not chunk:
             raise SystemExit(1)
         data += chunk
-    return dict(json.loads(data))
+    return cast("Config", dict(json.loads(data)))
 
 
 def _reap_servers() -> None:
@@ -1176,7 +1314,7 @@ def _reap_servers() -> None:
 
 
 def _serve_submission(
-    channel_fd: int, config: dict[str, Any], torch: Any, namespaces: _PidNamespaces
+    channel_fd: int, state: ServerState, torch: Any, namespaces: _PidNamespaces
 ) -> int:
     """One submission's server, forked from the zygote: run its jobs, then exit.
 
@@ -1186,38 +1324,36 @@ def _serve_submission(
     passed through. The protocol runs on `channel_fd`, a socket the trusted side made for
     this submission alone.
     """
-    zygote = int(config["zygote"])
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != zygote:
+    if os.getppid() != state.zygote:
         return 1  # the zygote died before we could ask to die with it
     # Not inherited through fork: what a job leaves behind must come back to this server.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    os.close(config["server_pidfd"])
+    os.close(state.server_pidfd)
     # The student processes die with their monitor, which is this server now.
-    config["server_pidfd"] = os.pidfd_open(os.getpid())
-    if "nproc_baseline" in config:
-        config["nproc_baseline"] += 1  # this server is one more process of our uid
-    config["student_code"] = {}
+    state.server_pidfd = os.pidfd_open(os.getpid())
+    if state.nproc_baseline is not None:
+        state.nproc_baseline += 1  # this server is one more process of our uid
+    state.student_code = {}
     try:
         # Left by a server of this sandbox that died compiling a student file.
-        with open(config["compile_marker"], encoding="ascii") as marker:
-            config["compile_crashed"] = frozenset({marker.read().strip()})
+        with open(state.compile_marker, encoding="ascii") as marker:
+            state.compile_crashed = frozenset({marker.read().strip()})
     except OSError:
-        config["compile_crashed"] = frozenset()
+        state.compile_crashed = frozenset()
     channel = socket.socket(fileno=channel_fd)
     requests = channel.makefile("r", encoding="utf-8")
     replies = channel.makefile("w", encoding="utf-8")
 
-    def reply(message: dict[str, Any]) -> None:
+    def reply(message: Mapping[str, object]) -> None:
         replies.write(json.dumps(message) + "\n")
         replies.flush()
 
-    config["reply"] = reply
+    state.reply = reply
     try:
         for line in requests:
             job = json.loads(line)
-            job["require"] = config["require"]
-            reply(_run_job(job, config, torch, namespaces))
+            reply(_run_job(job, state, torch, namespaces))
     except (BrokenPipeError, ConnectionResetError):
         pass  # the trusted side moved on to another submission
     return 0
@@ -1231,25 +1367,30 @@ def main() -> int:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
-    config = _read_config(control)
+    config: Config = _read_config(control)
     # If the grader dies (even by SIGKILL, say out of memory), so do we and every job below
     # us: each job's student process dies with us, and with it its whole pid namespace.
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != int(config["parent"]):
         return 1  # the grader died before we could ask to die with it
-    config["zygote"] = os.getpid()
-    config["cover"] = [
-        os.path.join("/", name) for name in sorted(os.listdir("/")) if name not in SYSTEM_TOP_DIRS
-    ]
-    # Readable once we have died: how a student process forked just before that finds out.
-    config["server_pidfd"] = os.pidfd_open(os.getpid())
+    state = ServerState(
+        config=config,
+        zygote=os.getpid(),
+        cover=[
+            os.path.join("/", name)
+            for name in sorted(os.listdir("/"))
+            if name not in SYSTEM_TOP_DIRS
+        ],
+        # Readable once we have died: how a student process forked just before that finds out.
+        server_pidfd=os.pidfd_open(os.getpid()),
+    )
     # Whatever the start-up probe leaves behind is re-parented to us, and killed after it.
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if os.geteuid() != 0:
-        config["nproc_baseline"] = _own_task_count()
+        state.nproc_baseline = _own_task_count()
     namespaces = _PidNamespaces()
 
-    def reply(message: dict[str, Any]) -> None:
+    def reply(message: Mapping[str, object]) -> None:
         replies.write(json.dumps(message) + "\n")
         replies.flush()
 
@@ -1262,10 +1403,9 @@ def main() -> int:
     torch.backends.cudnn.allow_tf32 = False
     _warm_up(torch)
     _freeze_heap()
-    config["probe_modules"] = {}
-    config["compile_marker"] = os.path.join(config["workdir"], COMPILING_MARKER)
+    state.compile_marker = os.path.join(config["workdir"], COMPILING_MARKER)
     # What the covers must leave visible: the interpreter and its libraries, wherever they are.
-    config["keep"] = [
+    state.keep = [
         sys.prefix,
         sys.base_prefix,
         sys.exec_prefix,
@@ -1273,24 +1413,20 @@ def main() -> int:
         os.path.dirname(os.path.dirname(torch.__file__)),
     ]
 
-    config["confine"] = _load_module(
-        "sandbox_confine",
-        os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox_confine.py"),
-    )
-    config["view"] = _server_view(config)
-    config["server_offline"] = _leave_the_network()
-    config["gpu_memory"] = _open_gpu_memory_reader(config["device"])
-    config["reply"] = lambda message: None  # the probe's "started" is not for the trusted side
-    protections = _probe_protections(config, torch, namespaces)
+    state.confine = _sibling("confine")
+    state.view = _server_view(state)
+    state.server_offline = _leave_the_network()
+    state.gpu_memory = _open_gpu_memory_reader(config["device"])
+    protections = _probe_protections(state, torch, namespaces)
     # A job that cannot get what the probe got is refused, never run with less.
-    config["require"] = [name for name in PROBED if protections[name]]
+    state.require = [name for name in PROBED if protections[name]]
     reply(
         {
             "event": "ready",
             "torch": torch.__version__,
             "warm_up_s": round(time.perf_counter() - started, 3),
             "protections": protections,
-            "gpu_memory_cap": _gpu_memory_cap(config),
+            "gpu_memory_cap": _gpu_memory_cap(config["device"], state.gpu_memory),
         }
     )
     # The zygote: from here on it only forks one server per submission, and imports the
@@ -1303,7 +1439,7 @@ def main() -> int:
             return 0
         request = json.loads(message)
         for path in request.get("probe_files", ()):
-            _import_probes(str(path), config["probe_modules"])
+            _import_probes(str(path), state.probe_modules)
         if len(fds) != 1:
             for fd in fds:
                 os.close(fd)
@@ -1316,7 +1452,7 @@ def main() -> int:
                 control.close()
                 replies_fd = replies.fileno()
                 os.close(replies_fd)
-                code = _serve_submission(fds[0], config, torch, namespaces)
+                code = _serve_submission(fds[0], state, torch, namespaces)
             except BaseException:
                 traceback.print_exc()  # our own bug: the server's log is for staff
             finally:
