@@ -44,8 +44,9 @@ validate: $(VENV)/.dev
 unit: $(VENV)/.dev
 	$(PY) -m pytest -m "not slow"
 
+# One pytest worker per core, each taking whole files (their fixtures grade a corpus once).
 test: lint typecheck validate
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile
 
 bench: $(VENV)/.dev
 	$(PY) bench/bench_grade.py
