@@ -1,60 +1,28 @@
-"""Shared fixtures for the grader's own tests."""
+"""Fixtures and plugins for the grader's own tests; shared helpers live in tests/support.py."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-COURSE_ROOT = Path(__file__).resolve().parent.parent
-ASSIGNMENT_DIR = COURSE_ROOT / "assignments" / "pytorch_basics"
-SOLUTIONS_DIR = COURSE_ROOT / "solutions" / "pytorch_basics"
-PART_FILES = (
-    "manual_backprop.py",
-    "autograd_loop.py",
-    "custom_sigmoid.py",
-    "two_layer_net.py",
-    "dataloader_training.py",
-    "device_benchmark.py",
+from tests.support import (
+    ASSIGNMENT_DIR,
+    SOLUTIONS_DIR,
+    copy_part_files,
+    copy_starter_kit,
+    run_grader_cli,
 )
 
-
-def run_grader_cli(
-    *args: str | Path, cwd: Path = COURSE_ROOT, timeout: float = 600
-) -> subprocess.CompletedProcess[str]:
-    """Run `python -m grader ...` as a user would, from `cwd`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    env["PYTHONPATH"] = str(COURSE_ROOT)
-    return subprocess.run(
-        [sys.executable, "-m", "grader", *map(str, args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+# tests/test_plugin.py runs small hidden suites through the grader's plugin in-process.
+pytest_plugins = ["pytester"]
 
 
 @pytest.fixture
 def grader_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
     return run_grader_cli
-
-
-def copy_part_files(source: Path, folder: Path) -> Path:
-    """A new student folder holding `source`'s six part files."""
-    folder.mkdir()
-    for name in PART_FILES:
-        shutil.copy(source / name, folder / name)
-    return folder
 
 
 @pytest.fixture
@@ -69,113 +37,7 @@ def stub_copy(tmp_path: Path) -> Path:
     return copy_part_files(ASSIGNMENT_DIR, tmp_path / "stub-submission")
 
 
-def grade_to_report(
-    submission: Path, tmp_path: Path, *extra: str
-) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, Any]]:
-    """Grade through the CLI; return the process, report.json and results.json."""
-    report, results = tmp_path / "report.json", tmp_path / "results.json"
-    process = run_grader_cli(
-        "grade", submission, "--seed", "12345", "--report", report, "--results", results, *extra
-    )
-    return process, json.loads(report.read_text()), json.loads(results.read_text())
-
-
-@dataclass(frozen=True)
-class GradedClass:
-    """One `batch` run over a folder of submissions: the process and each entry's report."""
-
-    process: subprocess.CompletedProcess[str]
-    reports: dict[str, dict[str, Any]]
-
-
-def batch_grade(submissions: Path, assignment: str, out: Path, *, workers: int) -> GradedClass:
-    """Grade every entry of `submissions` in one `batch` run, as staff grade a class.
-
-    Workers keep torch, the sandbox's zygote and the reference's outputs warm from one
-    submission to the next, so a corpus costs a fraction of one `grade` run per case. Each
-    report is keyed by its entry's name (the corpus names are already valid keys).
-    """
-    process = run_grader_cli(
-        "batch", submissions, "-a", assignment, "--seed", "12345", "--device", "cpu",
-        "--out", out, "--no-similarity", "--workers", str(workers), timeout=1800,
-    )  # fmt: skip
-    reports = {
-        path.parent.name: json.loads(path.read_text(encoding="utf-8"))
-        for path in (out / "reports").glob("*/report.json")
-    }
-    return GradedClass(process, reports)
-
-
-# The corpus modules' two tests that need the reference or the stubs graded, by entry name.
-REFERENCE_AND_STUBS = {
-    "test_reference_scores_full_marks": "reference",
-    "test_stubs_score_zero_everywhere": "stubs",
-}
-
-
-def corpus_entries_needed(items: list[pytest.Item], module_name: str) -> list[str]:
-    """Which entries (a `case` parameter, the reference, the stubs) the selected tests of
-    module `module_name` need graded."""
-    names: set[str] = set()
-    for item in items:
-        if getattr(item, "module", None) is None or item.module.__name__ != module_name:
-            continue
-        callspec = getattr(item, "callspec", None)
-        if callspec is not None and "case" in callspec.params:
-            names.add(str(callspec.params["case"]))
-        elif getattr(item, "originalname", "") in REFERENCE_AND_STUBS:
-            names.add(REFERENCE_AND_STUBS[item.originalname])  # type: ignore[attr-defined]
-    return sorted(names)
-
-
-def part_scores(report: dict[str, Any]) -> dict[str, float]:
-    return {part: entry["score"] for part, entry in report["parts"].items()}
-
-
-def copy_starter_kit(destination: Path) -> Path:
-    """Copy grader/ and pytorch_basics (never solutions/) as a student's starter kit."""
-    ignore = shutil.ignore_patterns(
-        "__pycache__", "*.pyc", "*_submission.zip", ".ipynb_checkpoints"
-    )
-    for name in ("grader", "assignments/pytorch_basics"):
-        shutil.copytree(COURSE_ROOT / name, destination / name, ignore=ignore)
-    return destination
-
-
 @pytest.fixture
 def starter_kit(tmp_path: Path) -> Path:
     """A fresh starter kit in tmp_path/kit, holding the untouched stubs."""
     return copy_starter_kit(tmp_path / "kit")
-
-
-def run_kit_cli(
-    *args: str | Path, cwd: Path, pythonpath: Path | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    """Run `python -m grader ...` in a starter kit as a student would: no PYTHONPATH to the repo."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST") and k != "PYTHONPATH"}
-    if pythonpath is not None:
-        env["PYTHONPATH"] = str(pythonpath)
-    env["COLUMNS"] = "100"  # rich wraps at the terminal width; keep lines comparable
-    return subprocess.run(
-        [sys.executable, "-m", "grader", *map(str, args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-def notebook_with_part_code(notebook: Path, codes: dict[str, str], out: Path) -> Path:
-    """Write a copy of `notebook` whose marked cell of each part in `codes` holds that code."""
-    import nbformat
-
-    content = nbformat.read(notebook, as_version=4)
-    for cell in content.cells:
-        for tag in cell.get("metadata", {}).get("tags", []):
-            part_id = tag.removeprefix("part:")
-            if tag.startswith("part:") and part_id in codes:
-                cell.source = f"# part: {part_id}\n{codes[part_id]}"
-    nbformat.write(content, out)
-    return out

@@ -23,15 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (
-    COURSE_ROOT,
-    PART_FILES,
-    SOLUTIONS_DIR,
-    copy_part_files,
-    notebook_with_part_code,
-    part_scores,
-    run_grader_cli,
-)
 
 from grader.assignment import load_assignment
 from grader.batch.discovery import BatchItem, discover_submissions, unique_keys
@@ -49,6 +40,15 @@ from grader.batch.stats import summarize
 from grader.batch.summary import summary_html
 from grader.errors import UsageError
 from grader.report import Report, report_from_dict
+from tests.support import (
+    COURSE_ROOT,
+    PART_FILES,
+    SOLUTIONS_DIR,
+    copy_part_files,
+    notebook_with_part_code,
+    part_scores,
+    run_grader_cli,
+)
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 PARTS = tuple(part.id for part in ASSIGNMENT.parts)

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, run_grader_cli
 
 from grader.assignment import load_assignment
 from grader.batch.discovery import BatchItem
@@ -42,6 +41,7 @@ from grader.mistakes import (
 )
 from grader.report import Report, report_from_dict
 from grader.results import PartResult, TestResult
+from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, run_grader_cli
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 PARTS = tuple(part.id for part in ASSIGNMENT.parts)

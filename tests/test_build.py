@@ -17,7 +17,7 @@ import pytest
 
 from grader.build import build_autograder, build_starter
 from grader.errors import ConfigError
-from tests.conftest import ASSIGNMENT_DIR, COURSE_ROOT, SOLUTIONS_DIR
+from tests.support import ASSIGNMENT_DIR, COURSE_ROOT, SOLUTIONS_DIR
 
 DOCKER_DIR = COURSE_ROOT / "docker"
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)

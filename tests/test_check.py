@@ -15,18 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (
+
+from grader.assignment import Assignment, load_assignment
+from grader.build import build_starter
+from grader.check import locate_student_folder, run_public_tests
+from grader.public_report import PublicReport
+from tests.support import (
     PART_FILES,
     SOLUTIONS_DIR,
     copy_starter_kit,
     notebook_with_part_code,
     run_kit_cli,
 )
-
-from grader.assignment import Assignment, load_assignment
-from grader.build import build_starter
-from grader.check import locate_student_folder, run_public_tests
-from grader.public_report import PublicReport
 
 KIT_ASSIGNMENT = Path("assignments") / "pytorch_basics"
 SUBMISSIONS = Path(__file__).parent / "submissions"

@@ -40,7 +40,7 @@ import pytest
 from grader.assignment import load_assignment
 from grader.scoring import GATED_NOTE
 from grader.submission import near_miss_key
-from tests.conftest import (
+from tests.support import (
     ASSIGNMENT_DIR,
     REFERENCE_AND_STUBS,
     SOLUTIONS_DIR,

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from grader.assignment import load_assignment
-from tests.conftest import PART_FILES, SOLUTIONS_DIR, grade_to_report, part_scores, run_grader_cli
+from tests.support import PART_FILES, SOLUTIONS_DIR, grade_to_report, part_scores, run_grader_cli
 
 POINTS = {part.id: part.points for part in load_assignment("pytorch_basics").parts}
 SUBMISSIONS_DIR = Path(__file__).resolve().parent / "submissions"

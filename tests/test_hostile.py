@@ -57,7 +57,7 @@ from typing import Any
 import pytest
 
 from grader.sandbox.identity import SANDBOX_UID_BASE, live_processes_of
-from tests.conftest import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR
+from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR
 
 # Every hostile case attacks the first assignment; naming it keeps the cases about attacks.
 ASSIGNMENT = SOLUTIONS_DIR.name

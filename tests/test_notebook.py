@@ -17,15 +17,6 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import (
-    ASSIGNMENT_DIR,
-    PART_FILES,
-    SOLUTIONS_DIR,
-    copy_part_files,
-    grade_to_report,
-    notebook_with_part_code,
-    part_scores,
-)
 
 from grader.assignment import Assignment, load_assignment
 from grader.errors import SubmissionError
@@ -46,6 +37,15 @@ from grader.notebook import (
     strip_magics,
 )
 from grader.submission import prepare_submission
+from tests.support import (
+    ASSIGNMENT_DIR,
+    PART_FILES,
+    SOLUTIONS_DIR,
+    copy_part_files,
+    grade_to_report,
+    notebook_with_part_code,
+    part_scores,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib

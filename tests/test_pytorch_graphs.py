@@ -39,7 +39,7 @@ import torch
 
 from grader.assignment import load_assignment
 from grader.scoring import GATED_NOTE
-from tests.conftest import (
+from tests.support import (
     COURSE_ROOT,
     REFERENCE_AND_STUBS,
     GradedClass,

@@ -12,7 +12,7 @@ import pytest
 
 from grader.cli import main
 from grader.scaffold import scaffold_assignment
-from tests.conftest import run_grader_cli
+from tests.support import run_grader_cli
 
 
 def test_new_writes_every_file_of_an_assignment(tmp_path: Path) -> None:

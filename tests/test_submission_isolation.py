@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grader.batch.workers import GradingWorker, WorkerConfig
-from tests.conftest import PART_FILES, SOLUTIONS_DIR
+from tests.support import PART_FILES, SOLUTIONS_DIR
 
 VICTIM_PREPEND = """
 SECRET = "VICTIM-CANARY-{token}"

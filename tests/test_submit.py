@@ -7,9 +7,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import PART_FILES, SOLUTIONS_DIR, notebook_with_part_code, run_kit_cli
 
 from grader.submit import unimplemented_functions, write_zip
+from tests.support import PART_FILES, SOLUTIONS_DIR, notebook_with_part_code, run_kit_cli
 
 KIT_ASSIGNMENT = Path("assignments") / "pytorch_basics"
 ZIP_NAME = "pytorch_basics_submission.zip"
