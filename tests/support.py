@@ -100,13 +100,13 @@ def corpus_entries_needed(items: list[pytest.Item], module_name: str) -> list[st
     module `module_name` need graded."""
     names: set[str] = set()
     for item in items:
-        if getattr(item, "module", None) is None or item.module.__name__ != module_name:
+        if not isinstance(item, pytest.Function) or item.module.__name__ != module_name:
             continue
         callspec = getattr(item, "callspec", None)
         if callspec is not None and "case" in callspec.params:
             names.add(str(callspec.params["case"]))
-        elif getattr(item, "originalname", "") in REFERENCE_AND_STUBS:
-            names.add(REFERENCE_AND_STUBS[item.originalname])  # type: ignore[attr-defined]
+        elif item.originalname in REFERENCE_AND_STUBS:
+            names.add(REFERENCE_AND_STUBS[item.originalname])
     return sorted(names)
 
 

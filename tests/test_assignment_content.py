@@ -15,6 +15,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
 import nbformat
@@ -142,7 +143,10 @@ def test_regenerated_fixtures_match_within_tolerance(tmp_path: Path) -> None:
 
 def test_fixture_comparison_allows_an_ulp_and_names_a_real_difference() -> None:
     want = {"loss": [1.0, 2.0], "w": torch.ones(3, dtype=torch.float64)}
-    ulp = {"loss": [1.0, math.nextafter(2.0, 3.0)], "w": torch.ones(3, dtype=torch.float64)}
+    ulp: dict[str, Any] = {
+        "loss": [1.0, math.nextafter(2.0, 3.0)],
+        "w": torch.ones(3, dtype=torch.float64),
+    }
     ulp["w"][1] = math.nextafter(1.0, 2.0)
     assert fixture_difference(ulp, want, "f") == ""
     wrong = {"loss": [1.0, 2.0], "w": torch.tensor([1.0, 1.5, 1.0], dtype=torch.float64)}
@@ -223,9 +227,9 @@ def block_statements(tree: ast.AST) -> dict[str, str]:
     }
 
 
-def student_facing_trees() -> dict[str, ast.AST]:
+def student_facing_trees() -> dict[str, ast.Module]:
     """Every Python file under assignments/, and the walkthrough's code cells, parsed."""
-    trees: dict[str, ast.AST] = {
+    trees: dict[str, ast.Module] = {
         str(path.relative_to(COURSE_ROOT)): ast.parse(path.read_text(encoding="utf-8"))
         for path in sorted((COURSE_ROOT / "assignments").rglob("*.py"))
     }

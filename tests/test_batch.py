@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -297,7 +297,12 @@ def fake_report(scores: dict[str, float], *, seed: int = 1, **extra: Any) -> dic
 
 def test_a_report_is_reused_only_for_the_same_submission_seed_and_assignment() -> None:
     report = fake_report({"manual_backprop": 20.0})
-    same = {"assignment": ASSIGNMENT, "seed": 1, "device": "auto", "fingerprint": "abc"}
+    same: dict[str, Any] = {
+        "assignment": ASSIGNMENT,
+        "seed": 1,
+        "device": "auto",
+        "fingerprint": "abc",
+    }
     assert is_up_to_date(report_from_dict(report), **same)
     assert not is_up_to_date(report_from_dict(report), **{**same, "fingerprint": "changed"})
     assert not is_up_to_date(report_from_dict(report), **{**same, "fingerprint": ""})
@@ -427,7 +432,7 @@ def build_class(root: Path, out: Path) -> dict[str, Expectation]:
     root.mkdir(parents=True)
     expected: dict[str, Expectation] = {}
 
-    def folder(name: str, files: dict[str, str | bytes], expect: Expectation) -> None:
+    def folder(name: str, files: Mapping[str, str | bytes], expect: Expectation) -> None:
         target = root / name
         target.mkdir()
         for file_name, content in files.items():
@@ -588,7 +593,8 @@ class ClassBatch:
     resumed: subprocess.CompletedProcess[str]
 
     def report(self, key: str) -> dict[str, Any]:
-        return json.loads(report_file(self.out, key).read_text())
+        report: dict[str, Any] = json.loads(report_file(self.out, key).read_text())
+        return report
 
 
 def worker_pids(coordinator: int) -> list[int]:

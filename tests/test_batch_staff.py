@@ -425,7 +425,7 @@ def test_the_grading_stamp_follows_the_solutions_and_hidden_tests(tmp_path: Path
     changed = grading_stamp(copy)
     assert changed["solutions_sha256"] != stamp["solutions_sha256"]
     report = report_of([]) | {"device": "cpu", **stamp}
-    same = {"assignment": copy, "seed": 1, "device": "auto", "fingerprint": "x"}
+    same: dict[str, Any] = {"assignment": copy, "seed": 1, "device": "auto", "fingerprint": "x"}
     stamped = report_from_dict(report)
     assert is_up_to_date(stamped, **same, stamp=stamp)
     assert not is_up_to_date(stamped, **same, stamp=changed)

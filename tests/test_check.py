@@ -227,7 +227,8 @@ def raise_assertion_with_hint() -> None:
 
 
 def unpack_none() -> None:
-    _loss, _grad = None
+    # A student's mistake on purpose: the TypeError it raises is what the test reads.
+    _loss, _grad = None  # type: ignore[misc]
 
 
 @pytest.fixture

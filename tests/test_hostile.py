@@ -355,9 +355,9 @@ def hostile_runs(
 ) -> Iterator[dict[str, Future[Outcome]]]:
     """Start every selected case at once, two at a time; each test then waits for its own."""
     names = [
-        item.callspec.params["case"]
+        str(item.callspec.params["case"])
         for item in request.session.items
-        if getattr(item, "originalname", "") == "test_hostile_case"
+        if isinstance(item, pytest.Function) and item.originalname == "test_hostile_case"
     ]
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         yield {

@@ -64,11 +64,15 @@ def assignment() -> Assignment:
 
 def notebook_bytes(*cells: nbformat.NotebookNode) -> bytes:
     notebook = nbformat.v4.new_notebook(cells=list(cells))
-    return nbformat.writes(notebook).encode("utf-8")  # type: ignore[no-untyped-call]
+    text: str = nbformat.writes(notebook)
+    return text.encode("utf-8")
 
 
 def code(source: str, *tags: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)} if tags else {})
+    cell: nbformat.NotebookNode = nbformat.v4.new_code_cell(
+        source, metadata={"tags": list(tags)} if tags else {}
+    )
+    return cell
 
 
 def extract(

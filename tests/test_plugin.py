@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from grader.assignment import Assignment, parse_manifest
+from grader.hints import error_hint
 from grader.lying import HONEST, run_against
-from grader.plugin import HIDDEN_SEED_FLOOR, error_hint, hidden_seed, holds_seed
+from grader.plugin import HIDDEN_SEED_FLOOR, hidden_seed, holds_seed
 
 
 def test_hidden_seeds_differ_per_test_and_run_and_avoid_public_seeds() -> None:

@@ -74,7 +74,7 @@ def _forged(header: Any, path: Path, blob: bytes = b"") -> Path:
 
 
 def test_results_round_trip_exactly(tmp_path: Path) -> None:
-    value = {
+    value: dict[str, Any] = {
         "y": torch.arange(6.0).reshape(2, 3).t(),  # not contiguous
         "n": [1, 2.5, "x", None, True, float("nan")],
         "t": (torch.zeros(2, dtype=torch.bfloat16), torch.tensor(True), torch.empty(0, 3)),
@@ -172,7 +172,7 @@ def test_results_that_are_not_in_the_format_or_too_big_are_refused(tmp_path: Pat
         (tmp_path / name).write_bytes(data)
         with pytest.raises(ValueError):
             decode_result(tmp_path / name)
-    deep = {"version": 1, "value": 0}
+    deep: dict[str, Any] = {"version": 1, "value": 0}
     for _ in range(100):
         deep["value"] = {"list": [deep["value"]]}
     with pytest.raises(ValueError, match="nested"):

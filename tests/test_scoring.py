@@ -3,19 +3,19 @@ from __future__ import annotations
 import pytest
 
 from grader.assignment import load_assignment
-from grader.results import TestResult
+from grader.results import Outcome, TestResult
 from grader.scoring import GATED_NOTE, score_tests
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 
 
-def result(part: str, outcome: str, weight: float = 1.0, *, static: bool = False) -> TestResult:
+def result(part: str, outcome: Outcome, weight: float = 1.0, *, static: bool = False) -> TestResult:
     return TestResult(
         name=f"{part}-{outcome}",
         part=part,
         outcome=outcome,
         weight=weight,
-        gated=static,  # type: ignore[arg-type]
+        gated=static,
     )
 
 
@@ -68,9 +68,8 @@ def test_a_failure_in_one_part_costs_nothing_elsewhere() -> None:
 
 
 def test_test_scores_add_up_to_part_scores() -> None:
-    tests = [
-        result("custom_sigmoid", o, w) for o, w in [("passed", 3), ("passed", 1), ("failed", 3)]
-    ]
+    weights: list[tuple[Outcome, float]] = [("passed", 3), ("passed", 1), ("failed", 3)]
+    tests = [result("custom_sigmoid", outcome, weight) for outcome, weight in weights]
     parts, scored = score_tests(ASSIGNMENT, tests, sources={}, problems={})
     assert sum(t.score for t in scored) == pytest.approx(parts[2].score)
     assert sum(t.max_score for t in scored) == pytest.approx(20.0)
