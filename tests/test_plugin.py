@@ -1,16 +1,33 @@
-"""Pieces of the hidden-suite plugin that need no grading run."""
+"""The hidden-suite plugin, tested in-process: no real sandbox, no grading run."""
 
 from __future__ import annotations
 
+import importlib.util
+import math
 import secrets
+import types
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from grader.assignment import Assignment, parse_manifest
 from grader.hints import error_hint
 from grader.lying import HONEST, run_against
-from grader.plugin import HIDDEN_SEED_FLOOR, hidden_seed, holds_seed
+from grader.plugin import (
+    HIDDEN_SEED_FLOOR,
+    TIMEOUTS_PER_PART,
+    GraderPlugin,
+    GradingSession,
+    hidden_seed,
+    holds_seed,
+)
+from grader.results import TestResult
+from grader.sandbox.client import PendingJob, Sandbox
+from grader.sandbox.feedback import StudentFailure
+from grader.scoring import score_tests
+from grader.submission import PreparedSubmission
 
 
 def test_hidden_seeds_differ_per_test_and_run_and_avoid_public_seeds() -> None:
@@ -194,3 +211,377 @@ def test_only_tests_that_compared_on_seeded_inputs_open_the_gate(tmp_path: Path)
 )
 def test_the_seed_is_found_in_compare_arguments(value: object, expected: bool) -> None:
     assert holds_seed(value, 12345) is expected
+
+
+# -- the plugin's rules, run in-process with pytester and a fake student side ----------------
+#
+# Each test writes a tiny course (a reference `double`, probes, hidden tests named after their
+# part) into pytester's folder and runs it through `GraderPlugin`. The fake sandbox runs the
+# student's module in this process: these are the tests' own toy modules, never submissions.
+
+FAKE_REFERENCE = """
+def double(x):
+    return 2 * x
+"""
+HONEST_STUDENT = FAKE_REFERENCE
+WRONG_STUDENT = """
+def double(x):
+    return 3 * x
+"""
+FAKE_PROBES = """
+import torch
+
+
+def doubled(part, *, seed):
+    g = torch.Generator().manual_seed(seed)
+    return {"y": part.double(torch.randn(4, generator=g))}
+
+
+def doubled_ones(part):
+    return {"y": part.double(torch.ones(4))}
+
+
+def slow(part, *, seed):
+    return {"y": part.double(torch.ones(4))}
+"""
+# Probes the fake student side answers with a timeout, as the sandbox does past the limit.
+TIMING_OUT_PROBES = frozenset({"slow"})
+
+
+class FakeSandbox(Sandbox):
+    """The student side: each job runs its probe on the student's module, in this process."""
+
+    def __init__(self, student_dir: Path) -> None:
+        # Nothing of the real sandbox is started: no server, no workdir, no uid.
+        self.student_dir = student_dir
+        self.jobs: list[tuple[str, str, dict[str, Any]]] = []
+        self._pending: dict[int, tuple[Path, str, dict[str, Any]]] = {}
+        self._modules: dict[Path, types.ModuleType] = {}
+
+    def submit(
+        self, *, module: str, probe_file: Path, probe: str, kwargs: dict[str, Any]
+    ) -> PendingJob:
+        self.jobs.append((module, probe, kwargs))
+        job = PendingJob(id=len(self.jobs), module=module, job_dir=Path(), deadline=math.inf)
+        self._pending[job.id] = (probe_file, probe, kwargs)
+        return job
+
+    def result(self, job: PendingJob) -> Any:
+        probe_file, probe, kwargs = self._pending.pop(job.id)
+        if probe in TIMING_OUT_PROBES:
+            raise StudentFailure("timeout", "Your code ran longer than the 1 s limit.")
+        student = self._load(self.student_dir / f"{job.module}.py")
+        return getattr(self._load(probe_file), probe)(student, **kwargs)
+
+    def _load(self, path: Path) -> types.ModuleType:
+        if path not in self._modules:
+            spec = importlib.util.spec_from_file_location(f"_fake_student_{path.stem}", path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self._modules[path] = module
+        return self._modules[path]
+
+
+@dataclass
+class HiddenRun:
+    """One in-process run of a hidden suite: what pytest saw, what the plugin recorded."""
+
+    outcomes: pytest.HookRecorder
+    records: list[TestResult]
+    sandbox: FakeSandbox
+    assignment: Assignment
+
+    def scores(self) -> dict[str, float]:
+        """Each part's score, through the grader's own scoring (the gate is applied there)."""
+        parts, _ = score_tests(self.assignment, self.records, sources={}, problems={})
+        return {part.id: part.score for part in parts}
+
+    def by_name(self) -> dict[str, TestResult]:
+        return {record.name: record for record in self.records}
+
+
+def run_hidden(
+    pytester: pytest.Pytester, students: dict[str, str], tests: dict[str, str]
+) -> HiddenRun:
+    """Run `tests` (part -> its hidden test file) against `students` (part -> its code)."""
+    root = pytester.path
+    manifest = root / "assignments" / "fake" / "assignment.toml"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(
+        '[assignment]\nid = "fake"\nsolutions = "solutions/fake"\n'
+        + "".join(f'\n[[parts]]\nid = "{p}"\nfile = "{p}.py"\npoints = 10\n' for p in tests)
+    )
+    solutions, student_dir = root / "solutions" / "fake", root / "student"
+    solutions.mkdir(parents=True)
+    student_dir.mkdir()
+    for part in tests:
+        (solutions / f"{part}.py").write_text(FAKE_REFERENCE)
+        (student_dir / f"{part}.py").write_text(students.get(part, HONEST_STUDENT))
+    pytester.makepyfile(fake_probes=FAKE_PROBES, **{f"test_{p}": s for p, s in tests.items()})
+    assignment = parse_manifest(manifest)
+    sandbox = FakeSandbox(student_dir)
+    submission = PreparedSubmission(
+        directory=student_dir,
+        files={f"{part}.py": student_dir / f"{part}.py" for part in tests},
+        sources=dict.fromkeys(tests, "file"),
+        problems={},
+        sha256="",
+    )
+    plugin = GraderPlugin(GradingSession(assignment, submission, sandbox, seed=7, device="cpu"))
+    # As grade.run_hidden_suite runs it: no conftest, no cache, only our plugin's fixtures.
+    outcomes = pytester.inline_run(
+        *(f"test_{part}.py" for part in tests), "--noconftest", "-p", "no:cacheprovider",
+        plugins=[plugin],
+    )  # fmt: skip
+    return HiddenRun(outcomes, plugin.records, sandbox, assignment)
+
+
+SEEDED_TEST = '''
+import pytest
+import torch
+
+import fake_probes
+
+
+@pytest.mark.points(1)
+def test_doubles(compare, seed):
+    """Doubles a random vector"""
+    got, want = compare(fake_probes.doubled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+'''
+
+
+def test_a_passing_comparison_with_the_reference_earns_its_points(
+    pytester: pytest.Pytester,
+) -> None:
+    run = run_hidden(
+        pytester, {"wrong": WRONG_STUDENT}, {"right": SEEDED_TEST, "wrong": SEEDED_TEST}
+    )
+    run.outcomes.assertoutcome(passed=1, failed=1)
+    assert [(r.part, r.outcome, r.gated) for r in run.records] == [
+        ("right", "passed", False),
+        ("wrong", "failed", False),
+    ]
+    assert run.scores() == {"right": 10.0, "wrong": 0.0}
+    # The probe ran on the student's side with the test's hidden seed.
+    assert [(module, probe) for module, probe, _ in run.sandbox.jobs] == [
+        ("right", "doubled"),
+        ("wrong", "doubled"),
+    ]
+    assert all(kwargs["seed"] >= HIDDEN_SEED_FLOOR for _, _, kwargs in run.sandbox.jobs)
+
+
+GATED_TESTS = '''
+import pytest
+import torch
+
+import fake_probes
+
+
+@pytest.mark.points(1)
+def test_doubles(compare, seed):
+    """compared"""
+    got, want = compare(fake_probes.doubled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.self_reported
+@pytest.mark.points(1)
+def test_reports_its_own_verdict(compare, seed):
+    """self-reported"""
+    got, want = compare(fake_probes.doubled, seed=seed)
+    assert got["y"].shape == want["y"].shape
+
+
+@pytest.mark.static_rule
+@pytest.mark.points(1)
+def test_follows_a_source_rule(student_source):
+    """static rule"""
+    assert "import os" not in student_source
+'''
+
+
+def test_self_reported_and_static_points_count_only_once_a_compared_test_passed(
+    pytester: pytest.Pytester,
+) -> None:
+    run = run_hidden(pytester, {"shut": WRONG_STUDENT}, {"open": GATED_TESTS, "shut": GATED_TESTS})
+    outcomes = [(r.part, r.name, r.outcome, r.gated) for r in run.records]
+    assert outcomes == [
+        ("open", "compared", "passed", False),
+        ("open", "self-reported", "passed", True),
+        ("open", "static rule", "passed", True),
+        ("shut", "compared", "failed", False),
+        ("shut", "self-reported", "passed", True),
+        ("shut", "static rule", "passed", True),
+    ]
+    # "shut" passed two of its three tests, but none that compared with the reference.
+    assert run.scores() == {"open": 10.0, "shut": 0.0}
+
+
+UNSEEDED_TESTS = '''
+import pytest
+import torch
+
+import fake_probes
+
+
+@pytest.mark.points(1)
+def test_constant_inputs(compare, seed):
+    """constant inputs"""
+    assert seed > 0
+    got, want = compare(fake_probes.doubled_ones)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.points(1)
+def test_one_compare_unseeded(compare, seed):
+    """one compare unseeded"""
+    compare(fake_probes.doubled, seed=seed)
+    got, want = compare(fake_probes.doubled_ones)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.points(1)
+def test_student_only(student, seed):
+    """student only"""
+    assert student(fake_probes.doubled, seed=seed)["y"].shape == (4,)
+
+
+@pytest.mark.points(1)
+def test_another_seed(compare, seed):
+    """another seed"""
+    got, want = compare(fake_probes.doubled, seed=seed + 1)
+    torch.testing.assert_close(got["y"], want["y"])
+'''
+
+
+def test_a_test_that_did_not_compare_on_seeded_inputs_does_not_open_the_gate(
+    pytester: pytest.Pytester,
+) -> None:
+    run = run_hidden(pytester, {}, {"unseeded": UNSEEDED_TESTS})
+    run.outcomes.assertoutcome(passed=4)
+    assert {r.name: r.gated for r in run.records} == {
+        "constant inputs": True,
+        "one compare unseeded": True,
+        "student only": True,
+        "another seed": True,
+    }
+    assert run.scores() == {"unseeded": 0.0}
+
+
+TIMING_OUT_TESTS = '''
+import pytest
+
+import fake_probes
+
+
+@pytest.mark.parametrize("n", range(4))
+@pytest.mark.points(1)
+def test_slow(student, seed, n):
+    """slow"""
+    student(fake_probes.slow, seed=seed)
+'''
+
+
+def test_after_the_timeout_limit_a_part_s_remaining_tests_are_not_run(
+    pytester: pytest.Pytester,
+) -> None:
+    run = run_hidden(pytester, {}, {"slow": TIMING_OUT_TESTS, "fast": SEEDED_TEST})
+    assert [(r.part, r.outcome) for r in run.records] == [
+        *[("slow", "timeout")] * 4,
+        ("fast", "passed"),
+    ]
+    slow_jobs = [job for job in run.sandbox.jobs if job[0] == "slow"]
+    assert len(slow_jobs) == TIMEOUTS_PER_PART
+    not_run = [r for r in run.records if r.message.startswith("Not run")]
+    assert len(not_run) == 4 - TIMEOUTS_PER_PART
+    assert all(f"{TIMEOUTS_PER_PART} earlier tests" in r.message for r in not_run)
+    assert run.scores() == {"slow": 0.0, "fast": 10.0}
+
+
+NAMED_TESTS = '''
+import pytest
+import torch
+
+import fake_probes
+
+
+@pytest.mark.points(1)
+def test_with_a_docstring(compare, seed):
+    """Doubles a random vector.
+
+    Staff notes below the first line never reach students.
+    """
+    got, want = compare(fake_probes.doubled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.points(1)
+def test_without_a_docstring(compare, seed):
+    got, want = compare(fake_probes.doubled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.parametrize("scale", [1, 2], ids=["small", "large"])
+@pytest.mark.points(1)
+def test_cases(compare, seed, scale):
+    """A case"""
+    got, want = compare(fake_probes.doubled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+'''
+
+
+def test_a_test_is_named_by_its_docstring_s_first_line(pytester: pytest.Pytester) -> None:
+    run = run_hidden(pytester, {}, {"names": NAMED_TESTS})
+    assert [r.name for r in run.records] == [
+        "Doubles a random vector.",
+        "test_without_a_docstring",
+        "A case [small]",
+        "A case [large]",
+    ]
+
+
+WEIGHTED_CASES = '''
+import pytest
+import torch
+
+import fake_probes
+
+
+@pytest.mark.parametrize("case", range(3))
+@pytest.mark.points(2)
+def test_case(compare, seed, case):
+    """case"""
+    got, want = compare(fake_probes.doubled, seed=seed)
+    if case == 2:
+        got = {"y": got["y"] + 1}
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.points(4)
+def test_whole(compare, seed):
+    """whole"""
+    got, want = compare(fake_probes.doubled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+'''
+
+
+def test_each_parametrized_case_carries_the_marker_s_points(pytester: pytest.Pytester) -> None:
+    run = run_hidden(pytester, {}, {"weighted": WEIGHTED_CASES})
+    assert [(r.name, r.weight, r.outcome) for r in run.records] == [
+        ("case [0]", 2.0, "passed"),
+        ("case [1]", 2.0, "passed"),
+        ("case [2]", 2.0, "failed"),
+        ("whole", 4.0, "passed"),
+    ]
+    # Weights 2 + 2 + 2 + 4 share the part's 10 points; the failed case loses its 2.
+    assert run.scores() == {"weighted": pytest.approx(8.0)}
+
+
+def test_a_hidden_test_without_points_is_refused_at_collection(pytester: pytest.Pytester) -> None:
+    unweighted = SEEDED_TEST.replace("@pytest.mark.points(1)\n", "")
+    run = run_hidden(pytester, {}, {"unweighted": unweighted})
+    assert run.records == []
+    assert not run.sandbox.jobs
+    assert run.outcomes.ret == pytest.ExitCode.USAGE_ERROR
