@@ -41,8 +41,9 @@ typecheck: $(VENV)/.dev
 validate: $(VENV)/.dev
 	$(PY) -m grader validate
 
+# The inner loop: every test but the end-to-end ones marked slow, one worker per core.
 unit: $(VENV)/.dev
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -n auto --dist loadfile -m "not slow"
 
 # One pytest worker per core, each taking whole files (their fixtures grade a corpus once).
 test: lint typecheck validate

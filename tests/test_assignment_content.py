@@ -133,6 +133,7 @@ def test_every_public_test_has_points_and_a_one_line_docstring() -> None:
             assert docstring and "\n" not in docstring, f"{path.name}::{test.name}"
 
 
+@pytest.mark.slow
 def test_regenerated_fixtures_match_within_tolerance(tmp_path: Path) -> None:
     """Within the grader's tolerances, not byte for byte: CPUs differ in the last bit."""
     out = tmp_path / "fixtures"

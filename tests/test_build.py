@@ -242,6 +242,7 @@ def test_scripts_parse_and_run_autograder_only_hands_over() -> None:
         assert os.access(DOCKER_DIR / name, os.X_OK)
 
 
+@pytest.mark.slow
 def test_setup_script_in_a_throwaway_root(autograder: Path, tmp_path: Path) -> None:
     """Runs setup.sh for real except for pip (printed) and apt-get (a stub on PATH)."""
     root = tmp_path / "autograder"

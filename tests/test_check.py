@@ -66,6 +66,7 @@ def test_kit_runs_its_own_grader_not_the_repository(starter_kit: Path) -> None:
     assert Path(process.stdout.strip()).is_relative_to(starter_kit)
 
 
+@pytest.mark.slow
 def test_stubs_fail_with_every_part_not_implemented_yet(starter_kit: Path) -> None:
     # Run from inside the assignment folder, where `grader` is importable once the kit is
     # installed (pip install -e .); PYTHONPATH to the kit stands in for that.
@@ -87,6 +88,7 @@ def test_stubs_fail_with_every_part_not_implemented_yet(starter_kit: Path) -> No
         assert "Traceback" not in test["message"]
 
 
+@pytest.mark.slow
 def test_reference_passes_with_full_public_score(starter_kit: Path) -> None:
     copy_reference_into(starter_kit)
     process, data = check_json(starter_kit)
@@ -99,6 +101,7 @@ def test_reference_passes_with_full_public_score(starter_kit: Path) -> None:
     assert all(test["outcome"] == "passed" for test in counted(data))
 
 
+@pytest.mark.slow
 def test_failures_show_what_differed_and_a_hint_without_traceback(starter_kit: Path) -> None:
     folder = copy_reference_into(starter_kit)
     shutil.copy(
@@ -117,6 +120,7 @@ def test_failures_show_what_differed_and_a_hint_without_traceback(starter_kit: P
     assert "all passed" in rows["autograd_loop"] and "cannot run" in rows["device_benchmark"]
 
 
+@pytest.mark.slow
 def test_notebook_code_is_what_check_tests(starter_kit: Path) -> None:
     notebook = starter_kit / KIT_ASSIGNMENT / "walkthrough.ipynb"
     reference = (SOLUTIONS_DIR / "manual_backprop.py").read_text(encoding="utf-8")
@@ -156,6 +160,7 @@ def only_manual_backprop_tests(tmp_path: Path) -> Assignment:
     return dataclasses.replace(assignment, directory=folder)
 
 
+@pytest.mark.slow
 def test_crashes_and_hangs_cost_one_test_each(tmp_path: Path) -> None:
     folder = tmp_path / "student"
     folder.mkdir()
@@ -286,6 +291,7 @@ def test_student_messages(describe: Callable[[str], dict[str, str]]) -> None:
     assert "docstring" in unpacked["hint"]
 
 
+@pytest.mark.slow
 def test_near_miss_names_are_tested_with_a_rename_note_or_all_named(starter_kit: Path) -> None:
     folder = copy_reference_into(starter_kit)
     (folder / "two_layer_net.py").rename(folder / "Two_Layer_Net.py")

@@ -77,6 +77,7 @@ def test_cuda_without_a_gpu_is_a_usage_error() -> None:
     _one_line_error(process, "cuda")
 
 
+@pytest.mark.slow
 def test_nonexistent_submission_is_graded_zero_with_a_visible_reason(tmp_path: Path) -> None:
     """Grading finished (exit 0): both files say the submission could not be read."""
     missing = tmp_path / "no-such-folder"

@@ -20,6 +20,7 @@ from grader.lying import LIES, Lie, gate_openers_against_liars, run_against
 from tests.test_plugin import TOY_STUDENT_ONLY_TESTS, TOY_TESTS, toy_course
 
 
+@pytest.mark.slow
 def test_liars_find_a_gate_opener_whose_answer_ignores_the_seed(tmp_path: Path) -> None:
     assignment = toy_course(tmp_path, {"toy": TOY_TESTS, "reports": TOY_STUDENT_ONLY_TESTS})
     toy, reports = (part.id for part in assignment.parts)

@@ -318,6 +318,7 @@ def _same_within_tolerance(got: Any, want: Any, where: str) -> None:
         assert got == want, where
 
 
+@pytest.mark.slow
 def test_regenerated_fixtures_match_within_tolerance(tmp_path: Path) -> None:
     out = tmp_path / "fixtures"
     run_python(SOLUTIONS_DIR / "make_public_fixtures.py", "--out", out, cwd=tmp_path)
@@ -397,6 +398,7 @@ def test_check_and_submit_with_the_assignment_named(tmp_path: Path) -> None:
         assert sorted(archive.namelist()) == sorted([*PART_FILES, "walkthrough.ipynb"])
 
 
+@pytest.mark.slow
 def test_build_starter_and_autograder_with_the_assignment_named(tmp_path: Path) -> None:
     starter = run_grader_cli("build", "starter", "-a", ASSIGNMENT_ID, "-o", tmp_path / "kit.zip")
     assert starter.returncode == 0, starter.stdout + starter.stderr

@@ -15,9 +15,17 @@ from grader.scaffold import scaffold_assignment
 from tests.support import run_grader_cli
 
 
-def test_new_writes_every_file_of_an_assignment(tmp_path: Path) -> None:
-    assert main(["new", "demo", "--course", str(tmp_path), "--title", "A demo"]) == 0
-    created = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+@pytest.fixture(scope="module")
+def scaffolded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One course made by `new demo`, for the tests that only read it (scaffolding runs the
+    reference to write the public fixtures)."""
+    course = tmp_path_factory.mktemp("scaffolded")
+    assert main(["new", "demo", "--course", str(course), "--title", "A demo"]) == 0
+    return course
+
+
+def test_new_writes_every_file_of_an_assignment(scaffolded: Path) -> None:
+    created = {p.relative_to(scaffolded).as_posix() for p in scaffolded.rglob("*") if p.is_file()}
     assert created == {
         "assignments/demo/assignment.toml",
         "assignments/demo/scale.py",
@@ -33,12 +41,11 @@ def test_new_writes_every_file_of_an_assignment(tmp_path: Path) -> None:
         "solutions/demo/hidden_tests/probes.py",
         "solutions/demo/hidden_tests/test_scale.py",
     }
-    assert 'title = "A demo"' in (tmp_path / "assignments/demo/assignment.toml").read_text()
+    assert 'title = "A demo"' in (scaffolded / "assignments/demo/assignment.toml").read_text()
 
 
-def test_new_writes_the_kit_files_students_install_from(tmp_path: Path) -> None:
-    scaffold_assignment(tmp_path, "demo", title="A demo")
-    kit = tmp_path / "assignments/demo"
+def test_new_writes_the_kit_files_students_install_from(scaffolded: Path) -> None:
+    kit = scaffolded / "assignments/demo"
     requirements = (kit / "requirements.txt").read_text()
     assert "-c ../../constraints.txt" in requirements
     assert "ipykernel" in requirements
@@ -67,6 +74,7 @@ def _plain_pytest(
     )
 
 
+@pytest.mark.slow
 def test_plain_pytest_runs_the_scaffolded_public_tests(tmp_path: Path) -> None:
     scaffold_assignment(tmp_path, "demo")
     folder = tmp_path / "assignments/demo"
@@ -79,9 +87,10 @@ def test_plain_pytest_runs_the_scaffolded_public_tests(tmp_path: Path) -> None:
     assert "not found in `markers`" not in on_stubs.stdout + on_stubs.stderr
 
 
-def test_scaffolded_notebook_is_what_its_build_script_writes(tmp_path: Path) -> None:
-    scaffold_assignment(tmp_path, "demo")
-    folder = tmp_path / "assignments/demo"
+def test_scaffolded_notebook_is_what_its_build_script_writes(
+    scaffolded: Path, tmp_path: Path
+) -> None:
+    folder = scaffolded / "assignments/demo"
     rebuilt = tmp_path / "rebuilt.ipynb"
     subprocess.run(
         [sys.executable, str(folder / "build_notebook.py"), "--out", str(rebuilt)],
@@ -96,12 +105,11 @@ def test_scaffolded_notebook_is_what_its_build_script_writes(tmp_path: Path) -> 
 
 
 def test_new_refuses_a_bad_or_taken_name(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    scaffolded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["new", "Bad-Name", "--course", str(tmp_path)]) == 2
     assert "lower case letters" in capsys.readouterr().err
-    scaffold_assignment(tmp_path, "demo")
-    assert main(["new", "demo", "--course", str(tmp_path)]) == 2
+    assert main(["new", "demo", "--course", str(scaffolded)]) == 2
     assert "already exists" in capsys.readouterr().err
 
 

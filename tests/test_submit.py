@@ -21,6 +21,7 @@ def flat(text: str) -> str:
     return " ".join(text.split())
 
 
+@pytest.mark.slow
 def test_stubs_still_give_a_zip_with_a_warning_per_part(starter_kit: Path) -> None:
     stale = starter_kit / ZIP_NAME
     stale.write_bytes(b"an older, broken zip")
@@ -40,6 +41,7 @@ def test_stubs_still_give_a_zip_with_a_warning_per_part(starter_kit: Path) -> No
     assert not list(starter_kit.glob(".*.zip")), "the temporary zip was left behind"
 
 
+@pytest.mark.slow
 def test_reference_zip_holds_exactly_the_part_files_and_notebook(
     starter_kit: Path, tmp_path: Path
 ) -> None:
@@ -91,6 +93,7 @@ def test_file_that_does_not_compile_is_an_error_and_writes_no_zip(starter_kit: P
     assert not list(starter_kit.glob("*.zip"))
 
 
+@pytest.mark.slow
 def test_notebook_code_is_submitted_and_the_rule_is_printed(starter_kit: Path) -> None:
     notebook = starter_kit / KIT_ASSIGNMENT / NOTEBOOK
     reference = (SOLUTIONS_DIR / "autograd_loop.py").read_text(encoding="utf-8")

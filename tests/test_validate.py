@@ -16,6 +16,9 @@ import torch
 
 from grader.validate import LYING_UNAVAILABLE, validate_assignment
 
+# Each test validates a whole scaffolded assignment, probes and hidden tests included.
+pytestmark = pytest.mark.slow
+
 SCALE_TESTS = "solutions/demo/hidden_tests/test_scale.py"
 
 
@@ -127,7 +130,6 @@ def test_fixtures_are_compared_within_tolerance(course: Path) -> None:
     assert problem.endswith("rerun make_public_fixtures.py and commit the result")
 
 
-@pytest.mark.slow
 def test_stubs_that_score_and_a_missing_lying_check_are_said(
     course: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
