@@ -41,9 +41,10 @@ typecheck: $(VENV)/.dev
 validate: $(VENV)/.dev
 	$(PY) -m grader validate
 
-# The inner loop: every test but the end-to-end ones marked slow, one worker per core.
+# The inner loop: every test but the end-to-end ones marked slow. In one process: pytest-xdist's
+# workers each import torch and collect again, which costs more than they save here.
 unit: $(VENV)/.dev
-	$(PY) -m pytest -n auto --dist loadfile -m "not slow"
+	$(PY) -m pytest -m "not slow"
 
 # One pytest worker per core, each taking whole files (their fixtures grade a corpus once).
 test: lint typecheck validate
