@@ -31,9 +31,8 @@ from grader.check import (
     resolve_assignment,
 )
 from grader.errors import SubmissionError
+from grader.source_check import CHECK_MEMORY_BYTES, SOURCE_CHECK_SECONDS
 from grader.submission import (
-    CHECK_MEMORY_BYTES,
-    SOURCE_CHECK_SECONDS,
     PreparedSubmission,
     near_miss_advice,
     near_misses,
