@@ -33,7 +33,8 @@ from grader.notebook import (
 from grader.plugin import GraderPlugin, GradingSession
 from grader.refcache import ReferenceCache
 from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
-from grader.sandbox.client import Sandbox, SandboxSettings, limits_from_environment
+from grader.sandbox.client import Sandbox
+from grader.sandbox.settings import SandboxSettings, limits_from_environment
 from grader.scoring import score_tests
 from grader.submission import PreparedSubmission, prepare_submission
 
