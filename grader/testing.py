@@ -306,7 +306,8 @@ def assert_scalar_close(
             _with_hint(f"{what}: expected a Python float, got {_describe(got)}.", hint)
         )
     if not math.isclose(got, want, rel_tol=rel_tol, abs_tol=1e-12):
-        raise AssertionError(_with_hint(f"{what}: got {got:.6g}, expected {want:.6g}.", hint))
+        shown_got, shown_want = _distinct_digits(got, want)
+        raise AssertionError(_with_hint(f"{what}: got {shown_got}, expected {shown_want}.", hint))
 
 
 def assert_runs_on_gpu(source: str | None, file_name: str) -> None:

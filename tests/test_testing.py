@@ -93,6 +93,8 @@ def test_scalar_must_be_a_float() -> None:
     with pytest.raises(AssertionError, match="expected a Python float, got a tensor"):
         assert_scalar_close(torch.tensor(1.0), 1.0, what="evaluate()")
     assert_scalar_close(1.0 + 1e-9, 1.0, what="evaluate()")
+    with pytest.raises(AssertionError, match=r"got 0\.50000001, expected 0\.5\."):
+        assert_scalar_close(0.5 + 1e-8, 0.5, what="evaluate()", rel_tol=1e-9)
 
 
 def test_losses_summed_instead_of_averaged_are_named_with_their_factor() -> None:
