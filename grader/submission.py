@@ -300,11 +300,11 @@ def _take_near_misses(
                 f"{near_miss_advice(wanted, shown)} before you submit."
             )
         else:
+            # The part's problem says it, on each of its tests: not a note as well.
             found.unresolved[wanted] = (
-                f"{wanted} is missing, and none of {', '.join(shown)} was graded in its place; "
-                f"{near_miss_advice(wanted, shown)}."
+                f"{wanted} is missing; {', '.join(shown)} are all named like it, so none was "
+                f"graded in its place: keep the right one and rename it to {wanted}."
             )
-            found.notes.append(found.unresolved[wanted])
 
 
 def _is_notebook(name: str, notebook: str | None) -> bool:

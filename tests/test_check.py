@@ -302,9 +302,11 @@ def test_near_miss_names_are_tested_with_a_rename_note_or_all_named(starter_kit:
     ) in output
     assert "all passed" not in rows["custom_sigmoid"]
     assert (
-        "Custom_Sigmoid.py, custom_sigmoid (1).py are all named like custom_sigmoid.py: keep "
-        "the right one and rename it to custom_sigmoid.py"
+        "custom_sigmoid.py is missing; Custom_Sigmoid.py, custom_sigmoid (1).py are all named "
+        "like it, so none was graded in its place: keep the right one and rename it to "
+        "custom_sigmoid.py."
     ) in output
+    assert output.count("Custom_Sigmoid.py") == output.count("custom_sigmoid.py is missing")
 
 
 @pytest.mark.slow

@@ -271,6 +271,7 @@ def test_several_near_misses_are_all_named_and_none_is_graded(tmp_path: Path) ->
     problem = prepared.problems["two_layer_net"]
     assert "Two_Layer_Net.py, two_layer_net (1).py" in problem
     assert "rename it to two_layer_net.py" in problem
+    assert not any("Two_Layer_Net.py" in note for note in prepared.notes), "said twice"
 
 
 def test_an_exact_name_wins_over_near_misses(tmp_path: Path) -> None:
