@@ -9,7 +9,6 @@ collection, and records one `TestResult` per test. Student code only ever runs t
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import inspect
 import sys
@@ -33,6 +32,7 @@ from grader.refcache import ReferenceCache
 from grader.results import Outcome, TestResult
 from grader.sandbox.client import PendingJob, Sandbox
 from grader.sandbox.feedback import StudentFailure
+from grader.seeds import hidden_seed
 from grader.submission import PreparedSubmission
 
 MARKERS = (
@@ -58,8 +58,6 @@ STUDENT_DATA_KEY = pytest.StashKey[bool]()
 GATED_MARKERS = ("static_rule", "self_reported")
 # How deep `compare`'s arguments are searched for the seed (lists of configs, dicts of them).
 SEED_SEARCH_DEPTH = 4
-# Hidden seeds are derived from the grading seed; public fixtures use seeds below this.
-HIDDEN_SEED_FLOOR = 10_000
 # After this many timeouts in one part, its remaining tests are not run (each would time out).
 TIMEOUTS_PER_PART = 2
 UNCHECKABLE_RESULT_MESSAGE = (
@@ -174,12 +172,6 @@ def _probe_location(probe: Probe) -> tuple[Path, str]:
     if module is None or source_file is None or getattr(module, probe.__name__, None) is not probe:
         raise TypeError(f"probe {probe!r} must be a top-level function of a probes module")
     return Path(source_file), probe.__name__
-
-
-def hidden_seed(grading_seed: int, test_id: str) -> int:
-    """A seed per test and grading run, never in the public fixtures' range."""
-    digest = hashlib.sha256(f"{grading_seed}:{test_id}".encode()).digest()
-    return HIDDEN_SEED_FLOOR + int.from_bytes(digest[:4], "big") % (2**31 - HIDDEN_SEED_FLOOR)
 
 
 def holds_seed(value: Any, seed: int, depth: int = SEED_SEARCH_DEPTH) -> bool:
