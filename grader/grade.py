@@ -95,7 +95,7 @@ def configure_trusted_process(threads: int) -> None:
     """Match the sandbox's numerics (threads, TF32 off) and pay torch's lazy imports now.
 
     Called while the sandbox server starts, so both processes import in parallel; the first
-    optimizer step imports torch._dynamo (~1 s), which would otherwise land in a test.
+    optimizer step imports torch._dynamo, which would otherwise land in a test's time.
     """
     import torch
 
@@ -169,7 +169,7 @@ def run_hidden_suite(tests_dir: Path, plugin: GraderPlugin, workdir: Path) -> in
         "--noconftest",
         "-p", "no:cacheprovider",
         "-p", "no:terminal",
-        # Log capture re-attaches handlers for every phase of every test (~1 ms a test), and
+        # Log capture re-attaches handlers for every phase of every test, and
         # no report shows captured logs: the grader's own warnings go to its stderr instead.
         "-p", "no:logging",
         "-o", "python_files=test_*.py",
