@@ -9,7 +9,8 @@ import pytest
 
 from grader.assignment import Assignment, parse_manifest
 from grader.lying import HONEST, run_against
-from grader.plugin import HIDDEN_SEED_FLOOR, error_hint, hidden_seed, holds_seed
+from grader.plugin import error_hint, holds_seed
+from grader.seeds import HIDDEN_SEED_FLOOR, hidden_seed
 
 
 def test_hidden_seeds_differ_per_test_and_run_and_avoid_public_seeds() -> None:
