@@ -24,7 +24,7 @@ from grader.assignment import Assignment, load_assignment
 from grader.atomic import ZipEntry, replacing, write_zip
 from grader.course import PACKAGE_ROOT, find_course_root
 from grader.errors import ConfigError
-from grader.submission import JUNK_DIRS
+from grader.walk import JUNK_DIRS
 
 JUNK_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 # What setup.sh installs the grader from (README.md is pyproject's `readme`, when present).

@@ -31,7 +31,7 @@ from grader.grade import (
 from grader.gradescope import failure_results_dict, results_dict
 from grader.results import GradingResult
 from grader.seeds import grading_seed
-from grader.submission import JUNK_DIRS, MAX_WALK_ENTRIES
+from grader.walk import walk_submission
 
 log = logging.getLogger(__name__)
 
@@ -82,18 +82,11 @@ def pick_upload(folder: Path, assignment: Assignment) -> tuple[Path, tuple[str, 
     known = set(assignment.files) | ({assignment.notebook} if assignment.notebook else set())
     found_known = False
     bundles: list[Path] = []
-    entries = 0
-    for current, dirs, names in os.walk(folder, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in JUNK_DIRS and not d.startswith("."))
-        for name in sorted(names):
-            entries += 1
-            if entries > MAX_WALK_ENTRIES:
-                break
-            path = Path(current) / name
-            if name in known:
-                found_known = True
-            elif name.lower().endswith((".zip", ".ipynb")) and not path.is_symlink():
-                bundles.append(path)
+    for path in walk_submission(folder).files:
+        if path.name in known:
+            found_known = True
+        elif path.name.lower().endswith((".zip", ".ipynb")) and not path.is_symlink():
+            bundles.append(path)
     # Archives before notebooks, shallow before deep, then by name: the same upload always
     # picks the same file.
     bundles.sort(

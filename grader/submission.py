@@ -24,13 +24,13 @@ from grader.assignment import Assignment
 from grader.bounded import run_bounded
 from grader.errors import SubmissionError
 from grader.source_check import CHECK_MEMORY_BYTES, check_sources, too_complex
+from grader.walk import JUNK_DIRS, walk_submission
 
 MAX_SOURCE_BYTES = 1024 * 1024
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 MAX_ARCHIVE_MEMBERS = 10_000
 # An archive holds a notebook and a few sources; far larger ones are refused before opening.
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
-MAX_WALK_ENTRIES = 20_000
 # Wall-clock bound for reading the notebook in a limited child (grader.bounded): real
 # notebooks take milliseconds.
 NOTEBOOK_SECONDS = 30.0
@@ -42,16 +42,6 @@ _SEPARATORS = re.compile(r"[\s_-]+")
 _CENTRAL_HEADER = b"PK\x01\x02"
 _CENTRAL_HEADER_SIZE = 46
 _UTF8_FLAG = 0x800
-JUNK_DIRS = {
-    "__MACOSX",
-    "__pycache__",
-    ".git",
-    ".ipynb_checkpoints",
-    ".venv",
-    "venv",
-    "node_modules",
-}
-
 
 _Entry = TypeVar("_Entry")
 
@@ -232,18 +222,10 @@ def _shown(path: Path, root: Path) -> str:
 
 
 def _walk_files(root: Path, found: _Found) -> Iterator[Path]:
-    """Every file under `root` outside junk folders, up to MAX_WALK_ENTRIES (then a note)."""
-    entries = 0
-    for current, dirs, names in os.walk(root, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in JUNK_DIRS and not d.startswith("."))
-        for name in sorted(names):
-            entries += 1
-            if entries > MAX_WALK_ENTRIES:
-                found.notes.append(
-                    f"Stopped looking after {MAX_WALK_ENTRIES} files; submit only your own files."
-                )
-                return
-            yield Path(current) / name
+    """Every file under `root` outside junk folders, within the walk's bounds (then a note)."""
+    walked = walk_submission(root)
+    found.notes.extend(walked.notes)
+    return iter(walked.files)
 
 
 def near_miss_key(name: str) -> str:

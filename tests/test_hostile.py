@@ -62,6 +62,7 @@ import pytest
 
 from grader.sandbox.identity import SANDBOX_UID_BASE, live_processes_of
 from tests.conftest import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR
+from tests.deep_folders import files_under, remove_tree
 
 # Every hostile case attacks the first assignment; naming it keeps the cases about attacks.
 ASSIGNMENT = SOLUTIONS_DIR.name
@@ -288,7 +289,7 @@ def run_case(case: Case, work: Path) -> Outcome:
         submission = build_submission(case, work, replacements)
         watched = [COURSE_ROOT / name for name in checks.get("unchanged", ())]
         before = _digest(watched)
-        submission_before = _digest(sorted(p for p in work.rglob("*") if p.is_file()))
+        submission_before = _digest([p for p in files_under(work) if p.is_file()])
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
         env.update(
             PYTHONPATH=str(COURSE_ROOT),
@@ -330,7 +331,7 @@ def run_case(case: Case, work: Path) -> Outcome:
         changed = [path for path, digest in _digest(watched).items() if before[path] != digest]
         changed += [
             f"submission: {path}"
-            for path, digest in _digest(sorted(p for p in work.rglob("*") if p.is_file())).items()
+            for path, digest in _digest([p for p in files_under(work) if p.is_file()]).items()
             if submission_before.get(path) != digest
         ]
         return Outcome(
@@ -354,6 +355,7 @@ def run_case(case: Case, work: Path) -> Outcome:
         if listener:
             listener.close()
         shutil.rmtree(exposed, ignore_errors=True)
+        remove_tree(work)  # a case may nest folders deeper than shutil.rmtree can recurse
 
 
 @pytest.fixture(scope="module")
