@@ -16,31 +16,19 @@ import ast
 import hashlib
 import json
 import os
-import tempfile
-import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.assignment import Assignment, load_assignment
+from grader.atomic import ZipEntry, replacing, write_zip
 from grader.course import PACKAGE_ROOT, find_course_root
 from grader.errors import ConfigError
-from grader.submission import JUNK_DIRS
+from grader.walk import JUNK_DIRS
 
-# Zip's epoch; any fixed stamp makes the archive reproducible.
-ZIP_TIMESTAMP = (1980, 1, 1, 0, 0, 0)
 JUNK_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 # What setup.sh installs the grader from (README.md is pyproject's `readme`, when present).
 PACKAGING_FILES = ("pyproject.toml", "constraints.txt", "README.md")
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One file of a zip: its name inside the archive and where its bytes come from."""
-
-    name: str
-    source: Path
-    executable: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,19 +57,19 @@ def _walk(folder: Path) -> Iterator[Path]:
             yield path
 
 
-def _tree(folder: Path, course_root: Path) -> list[Entry]:
+def _tree(folder: Path, course_root: Path) -> list[ZipEntry]:
     if not folder.is_dir():
         raise ConfigError(f"{folder} is missing; the build needs it.")
     return [
-        Entry(path.relative_to(course_root).as_posix(), path, os.access(path, os.X_OK))
+        ZipEntry(path.relative_to(course_root).as_posix(), path, os.access(path, os.X_OK))
         for path in _walk(folder)
     ]
 
 
-def _packaging(course_root: Path) -> list[Entry]:
+def _packaging(course_root: Path) -> list[ZipEntry]:
     """The packaging files, from the course root, else from where the grader was installed."""
     return [
-        Entry(name, folder / name)
+        ZipEntry(name, folder / name)
         for name in PACKAGING_FILES
         for folder in [_first_with(name, course_root, PACKAGE_ROOT)]
         if (folder / name).is_file()
@@ -93,7 +81,7 @@ def _first_with(name: str, *folders: Path) -> Path:
     return next((folder for folder in folders if (folder / name).exists()), folders[-1])
 
 
-def _grader_tree() -> list[Entry]:
+def _grader_tree() -> list[ZipEntry]:
     """The grader package, wherever it is installed, stored as grader/..."""
     return _tree(PACKAGE_ROOT / "grader", PACKAGE_ROOT)
 
@@ -107,31 +95,21 @@ def _inside(path: Path, folder: Path) -> bool:
     return path.resolve().is_relative_to(folder.resolve())
 
 
-def write_zip(path: Path, entries: Iterable[Entry], *, prefix: str = "") -> Built:
-    """Write a reproducible zip atomically: sorted names, fixed stamps, fixed permissions."""
-    ordered = sorted(entries, key=lambda entry: entry.name)
-    names = [prefix + entry.name for entry in ordered]
+def _build_zip(path: Path, entries: Iterable[ZipEntry], *, prefix: str = "") -> Built:
+    """Write a reproducible zip atomically, its entries sorted by name under `prefix`."""
+    ordered = sorted(
+        (ZipEntry(prefix + entry.name, entry.source, entry.executable) for entry in entries),
+        key=lambda entry: entry.name,
+    )
+    names = tuple(entry.name for entry in ordered)
     if len(set(names)) != len(names):
         raise ConfigError(f"two files would be stored under the same name in {path}.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle, zipfile.ZipFile(handle, "w") as archive:
-            for name, entry in zip(names, ordered, strict=True):
-                info = zipfile.ZipInfo(name, date_time=ZIP_TIMESTAMP)
-                info.create_system = 3  # Unix, so unzip restores the permission bits below
-                info.external_attr = (0o100755 if entry.executable else 0o100644) << 16
-                info.compress_type = zipfile.ZIP_DEFLATED
-                archive.writestr(info, entry.source.read_bytes(), compresslevel=9)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return Built(path, tuple(names), path.stat().st_size)
+    with replacing(path) as temporary:
+        write_zip(temporary, ordered)
+    return Built(path, names, path.stat().st_size)
 
 
-def autograder_entries(assignment: Assignment, course_root: Path | None = None) -> list[Entry]:
+def autograder_entries(assignment: Assignment, course_root: Path | None = None) -> list[ZipEntry]:
     """setup.sh and run_autograder at the root, then everything Gradescope must install."""
     course_root = course_root or course_of(assignment)
     if not _inside(assignment.solutions_dir, course_root):
@@ -141,8 +119,8 @@ def autograder_entries(assignment: Assignment, course_root: Path | None = None) 
         )
     docker = _first_with("docker", course_root, PACKAGE_ROOT) / "docker"
     return [
-        Entry("setup.sh", docker / "setup.sh", executable=True),
-        Entry("run_autograder", docker / "run_autograder", executable=True),
+        ZipEntry("setup.sh", docker / "setup.sh", executable=True),
+        ZipEntry("run_autograder", docker / "run_autograder", executable=True),
         *_packaging(course_root),
         *_grader_tree(),
         *_tree(assignment.directory, course_root),
@@ -150,7 +128,7 @@ def autograder_entries(assignment: Assignment, course_root: Path | None = None) 
     ]
 
 
-def starter_entries(assignment: Assignment, course_root: Path | None = None) -> list[Entry]:
+def starter_entries(assignment: Assignment, course_root: Path | None = None) -> list[ZipEntry]:
     """The public part: grader/, the assignment folder, packaging, the student README on top."""
     course_root = course_root or course_of(assignment)
     entries = [
@@ -160,7 +138,7 @@ def starter_entries(assignment: Assignment, course_root: Path | None = None) -> 
     ]
     readme = assignment.directory / "README.md"
     if readme.is_file():
-        entries.append(Entry("README.md", readme))
+        entries.append(ZipEntry("README.md", readme))
     return entries
 
 
@@ -200,7 +178,7 @@ def _says_nothing(body: list[ast.stmt]) -> bool:
     return False
 
 
-def _python_sources(entry: Entry) -> Iterator[str]:
+def _python_sources(entry: ZipEntry) -> Iterator[str]:
     """The Python code a kit file carries: a .py file, or a notebook's code cells."""
     if entry.name.endswith(".py"):
         yield entry.source.read_text(encoding="utf-8", errors="replace")
@@ -215,7 +193,7 @@ def _python_sources(entry: Entry) -> Iterator[str]:
                 yield "".join(source) if isinstance(source, list) else str(source)
 
 
-def find_leaks(entries: Iterable[Entry], private: Path) -> list[str]:
+def find_leaks(entries: Iterable[ZipEntry], private: Path) -> list[str]:
     """Everything in `entries` that comes from the private folder, each said in one line."""
     private_files = list(_walk(private)) if private.is_dir() else []
     digests = {
@@ -253,7 +231,7 @@ def build_autograder(
     course_root = course_root or find_course_root()
     assignment = load_assignment(assignment_name, root=course_root / "assignments")
     target = output or Path("dist") / f"{assignment.id}_autograder.zip"
-    return write_zip(target, autograder_entries(assignment, course_root))
+    return _build_zip(target, autograder_entries(assignment, course_root))
 
 
 def starter_leaks(assignment: Assignment, course_root: Path | None = None) -> list[str]:
@@ -284,4 +262,4 @@ def build_starter(
             + "\nMove these out of grader/ and assignments/, or rewrite them."
         )
     target = output or Path("dist") / f"{assignment.id}_starter.zip"
-    return write_zip(target, starter_entries(assignment, course_root), prefix=f"{assignment.id}/")
+    return _build_zip(target, starter_entries(assignment, course_root), prefix=f"{assignment.id}/")

@@ -1,10 +1,8 @@
 """`python -m grader check`: run the public tests on a student's files and explain the results.
 
 The tests run in a separate pytest process (student code runs there, on the student's own
-machine, so a crash or `sys.exit()` in it costs that process and not `check`) with the
-`grader.public_report` plugin, which writes one JSON line per test. A test that hangs is
-stopped after the manifest's per-test time limit, a test that kills the process is
-recorded as such, and the tests after either are run in a fresh process.
+machine, so a crash or `sys.exit()` in it costs that process and not `check`): see
+`grader.public_run`. This module turns what they record into a result per part and prints it.
 
 What is tested is exactly what `grade` would grade: the student's folder goes through
 `prepare_submission` first, so notebook code replaces a part's .py file under the same
@@ -13,56 +11,28 @@ rule, and stray helper files that would not be submitted are not importable.
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import json
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grader.assignment import COURSE_ROOT, Assignment, available_assignments, choose_assignment
+from grader.assignment import Assignment, available_assignments, choose_assignment
 from grader.errors import ConfigError, SubmissionError
+from grader.public_run import NOT_IMPLEMENTED, PASSED, SKIPPED, PublicTest, run_public_tests
 from grader.submission import PreparedSubmission, prepare_submission
+from grader.table import message_lines, outcome_label
 
-PASSED = "passed"
-NOT_IMPLEMENTED = "not implemented yet"
-SKIPPED = "skipped"
-TIMEOUT = "timeout"
-POLL_S = 0.05
-# Collection imports torch; on a slow laptop that alone can take a while.
-COLLECTION_TIMEOUT_S = 300.0
-# After this many timeouts in one part, its remaining tests are not run (each would time out).
-TIMEOUTS_PER_PART = 2
-MAX_MESSAGE_LINES = 8
 BEYOND_PUBLIC_TESTS = (
     "The grade comes from hidden tests that use secret inputs, other shapes, float64 and, "
     "where the grader has one, a GPU: passing here is a good sign, not a guarantee."
 )
-
-
-@dataclass(frozen=True)
-class PublicTest:
-    """One public test and what happened to it, in words for a student."""
-
-    nodeid: str
-    part: str
-    name: str
-    points: float
-    outcome: str
-    message: str = ""
-    hint: str = ""
-    duration_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -255,226 +225,6 @@ def _summarise(
     )
 
 
-@dataclass
-class _Run:
-    """What one pytest process reported."""
-
-    collected: list[dict[str, Any]] | None = None
-    results: dict[str, PublicTest] = field(default_factory=dict)
-    collect_errors: list[str] = field(default_factory=list)
-    # Node id -> when its "start" event was read; the one still running is `unfinished`.
-    started: dict[str, float] = field(default_factory=dict)
-    unfinished: str | None = None
-    timed_out: bool = False
-    returncode: int = 0
-    log: str = ""
-
-
-def run_public_tests(
-    student_dir: Path, assignment: Assignment, workdir: Path, *, timeout_s: float | None = None
-) -> tuple[list[PublicTest], str]:
-    """Run every public test on the files in `student_dir`; return the tests and a run error.
-
-    `timeout_s` is the limit per test (default: the manifest's).
-    """
-    tests_dir = assignment.public_tests_dir
-    if not tests_dir.is_dir():
-        raise ConfigError(f"public tests not found at {tests_dir}; reinstall the starter kit.")
-    if timeout_s is None:
-        timeout_s = float(assignment.limits.timeout_s)
-    targets = [str(tests_dir)]
-    collected: list[dict[str, Any]] = []
-    results: dict[str, PublicTest] = {}
-    timeouts: dict[str, int] = {}
-    # Each run records at least one test or ends the loop, so this stops.
-    for attempt in itertools.count(1):
-        run = _run_pytest(targets, student_dir, tests_dir, workdir / f"run-{attempt}", timeout_s)
-        if attempt == 1:
-            if run.collect_errors:
-                return [], "The public tests could not be loaded:\n" + "\n".join(run.collect_errors)
-            if run.collected is None:
-                why = "took too long" if run.timed_out else f"exit code {run.returncode}"
-                return [], f"The public tests did not start ({why}).\n{run.log}"
-            collected = run.collected
-        results.update(run.results)
-        if run.unfinished is not None:
-            info = next(t for t in collected if t["nodeid"] == run.unfinished)
-            results[run.unfinished] = _stopped_test(info, run, timeout_s)
-            if run.timed_out:
-                timeouts[info["part"]] = timeouts.get(info["part"], 0) + 1
-        remaining = [t for t in collected if t["nodeid"] not in results]
-        for info in remaining:
-            if timeouts.get(info["part"], 0) >= TIMEOUTS_PER_PART:
-                results[info["nodeid"]] = PublicTest(
-                    **info,
-                    outcome=TIMEOUT,
-                    message=f"Not run: {TIMEOUTS_PER_PART} earlier tests of this part ran out "
-                    "of time. Fix the slow or endless code first.",
-                )
-        remaining = [t for t in remaining if t["nodeid"] not in results]
-        if not remaining:
-            break
-        if run.unfinished is None:
-            # The process ended between tests (an interrupt, a crash in pytest itself).
-            for info in remaining:
-                results[info["nodeid"]] = PublicTest(
-                    **info,
-                    outcome="error",
-                    message=f"Not run: the test process stopped early (exit code "
-                    f"{run.returncode}).\n{run.log[-1000:]}".strip(),
-                )
-            break
-        targets = [str(tests_dir / info["nodeid"]) for info in remaining]
-    return [results[t["nodeid"]] for t in collected], ""
-
-
-def _stopped_test(info: dict[str, Any], run: _Run, timeout_s: float) -> PublicTest:
-    if run.timed_out:
-        return PublicTest(
-            **info,
-            outcome=TIMEOUT,
-            message=f"Stopped after {timeout_s:g} s: look for an endless loop, or far more "
-            "work than the test asks for.",
-            duration_s=timeout_s,
-        )
-    if run.returncode < 0:
-        try:
-            name = signal.Signals(-run.returncode).name
-        except ValueError:
-            name = f"signal {-run.returncode}"
-        message = (
-            f"The test process was killed by {name} during this test: your code crashed "
-            "Python or ran out of memory."
-        )
-    else:
-        message = (
-            f"The test process ended during this test (exit code {run.returncode}): does your "
-            "code call os._exit() or end the process some other way?"
-        )
-    return PublicTest(**info, outcome="error", message=message)
-
-
-def _environment(student_dir: Path) -> dict[str, str]:
-    """The student's environment minus pytest settings, with the kit's grader importable."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GRADER_"))}
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # other installed plugins change behaviour
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["GRADER_STUDENT_DIR"] = str(student_dir)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(COURSE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
-    return env
-
-
-def _pytest_command(targets: Sequence[str], tests_dir: Path, workdir: Path) -> list[str]:
-    ini = workdir / "pytest.ini"
-    ini.write_text("[pytest]\n", encoding="utf-8")
-    return [
-        sys.executable, "-m", "pytest", *targets,
-        "-c", str(ini),
-        "--rootdir", str(tests_dir),
-        "-p", "grader.public_report",
-        "--public-report", str(workdir / "events.jsonl"),
-        "-p", "no:cacheprovider",
-        # Plain asserts: a failure message is the test's own words, not pytest's introspection.
-        "--assert=plain",
-        "-o", "python_files=test_*.py",
-        "-q",
-    ]  # fmt: skip
-
-
-def _run_pytest(
-    targets: Sequence[str], student_dir: Path, tests_dir: Path, workdir: Path, timeout_s: float
-) -> _Run:
-    workdir.mkdir(parents=True)
-    events = workdir / "events.jsonl"
-    events.touch()
-    log_path = workdir / "pytest.log"
-    run = _Run()
-    with log_path.open("wb") as log, events.open("r", encoding="utf-8") as reader:
-        process = subprocess.Popen(
-            _pytest_command(targets, tests_dir, workdir),
-            cwd=workdir,
-            env=_environment(student_dir),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=os.name == "posix",
-        )
-        began = time.monotonic()
-        pending = ""
-        try:
-            while True:
-                try:
-                    returncode: int | None = process.wait(timeout=POLL_S)
-                except subprocess.TimeoutExpired:
-                    returncode = None
-                pending = _read_events(reader, pending, run)
-                if returncode is not None:
-                    run.returncode = returncode
-                    break
-                now = time.monotonic()
-                current = run.unfinished
-                if current is not None and now - run.started[current] > timeout_s:
-                    run.timed_out = True
-                    break
-                if run.collected is None and now - began > COLLECTION_TIMEOUT_S:
-                    run.timed_out = True
-                    break
-        finally:
-            _kill(process)
-        pending = _read_events(reader, pending, run)
-    run.log = log_path.read_text(encoding="utf-8", errors="replace")[-4000:]
-    return run
-
-
-def _read_events(reader: IO[str], pending: str, run: _Run) -> str:
-    """Apply the complete lines written since the last read; return an incomplete tail."""
-    pending += reader.read()
-    *lines, pending = pending.split("\n")
-    for line in lines:
-        if not line.strip():
-            continue
-        record = json.loads(line)
-        event = record.pop("event")
-        if event == "collected":
-            run.collected = record["tests"]
-        elif event == "collect_error":
-            run.collect_errors.append(_collect_error(record))
-        elif event == "start":
-            run.unfinished = record["nodeid"]
-            run.started[record["nodeid"]] = time.monotonic()
-        elif event == "result":
-            run.results[record["nodeid"]] = PublicTest(**record)
-            if run.unfinished == record["nodeid"]:
-                run.unfinished = None
-    return pending
-
-
-def _collect_error(record: dict[str, Any]) -> str:
-    return f"{record['nodeid'] or 'the test folder'}: {record['message']}"
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    """Stop the test process and anything it started (DataLoader workers, ...)."""
-    if os.name == "posix":
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-    elif process.poll() is None:
-        process.kill()
-    process.wait()
-
-
-OUTCOME_STYLE = {
-    PASSED: "green",
-    "failed": "red",
-    "error": "red",
-    TIMEOUT: "magenta",
-    NOT_IMPLEMENTED: "yellow",
-    SKIPPED: "dim",
-}
-
-
 def print_check(result: CheckResult, console: Console, *, details: bool = True) -> None:
     """The table per part, notes, then (with `details`) each failure with what differed."""
     table = Table(
@@ -574,15 +324,9 @@ def _print_part_failures(result: CheckResult, part: PartCheck, console: Console)
         if test.outcome == NOT_IMPLEMENTED:
             continue
         console.print(
-            Text.assemble(
-                (f"{test.outcome.upper():8}", OUTCOME_STYLE.get(test.outcome, "red")),
-                f"  {test.name}  ({test.points:g} pts)",
-            )
+            Text.assemble(outcome_label(test.outcome), f"  {test.name}  ({test.points:g} pts)")
         )
-        lines = test.message.splitlines()
-        for line in lines[:MAX_MESSAGE_LINES]:
-            console.print(Text("    " + line))
-        if len(lines) > MAX_MESSAGE_LINES:
-            console.print(Text(f"    ... ({len(lines) - MAX_MESSAGE_LINES} more lines)"))
+        for line in message_lines(test.message, rest=""):
+            console.print(line)
         if test.hint:
             console.print(Text.assemble(("    hint: ", "cyan"), test.hint))

@@ -167,7 +167,7 @@ def _note(note: str, *, stream: TextIO = sys.stdout) -> None:
 
 def _run_grade(args: argparse.Namespace, console: Console) -> ExitCode:
     from grader.grade import GradeSettings, grade_command
-    from grader.sandbox.client import protections_notice
+    from grader.sandbox.settings import protections_notice
     from grader.table import print_result
 
     assignment, note = choose_assignment(args.assignment, args.submission)

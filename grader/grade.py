@@ -8,7 +8,6 @@ import gc
 import logging
 import os
 import platform
-import secrets
 import sys
 import tempfile
 import time
@@ -33,13 +32,16 @@ from grader.notebook import (
 from grader.plugin import GraderPlugin, GradingSession
 from grader.refcache import ReferenceCache
 from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
-from grader.sandbox.client import Sandbox, SandboxSettings, limits_from_environment
+from grader.sandbox.client import Sandbox
+from grader.sandbox.settings import SandboxSettings, limits_from_environment
 from grader.scoring import score_tests
+from grader.seeds import grading_seed
 from grader.submission import PreparedSubmission, prepare_submission
 
 log = logging.getLogger(__name__)
 
 DEVICES = ("auto", "cpu", "cuda")
+PROVISIONAL_MESSAGE = "Grading did not finish (the grader was stopped or ran out of memory)."
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ def configure_trusted_process(threads: int) -> None:
     """Match the sandbox's numerics (threads, TF32 off) and pay torch's lazy imports now.
 
     Called while the sandbox server starts, so both processes import in parallel; the first
-    optimizer step imports torch._dynamo (~1 s), which would otherwise land in a test.
+    optimizer step imports torch._dynamo, which would otherwise land in a test's time.
     """
     import torch
 
@@ -168,7 +170,7 @@ def run_hidden_suite(tests_dir: Path, plugin: GraderPlugin, workdir: Path) -> in
         "--noconftest",
         "-p", "no:cacheprovider",
         "-p", "no:terminal",
-        # Log capture re-attaches handlers for every phase of every test (~1 ms a test), and
+        # Log capture re-attaches handlers for every phase of every test, and
         # no report shows captured logs: the grader's own warnings go to its stderr instead.
         "-p", "no:logging",
         "-o", "python_files=test_*.py",
@@ -211,7 +213,7 @@ def grade_submission(
     started and closed here.
     """
     started = time.monotonic()
-    seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
+    seed = grading_seed(settings.seed)
     device = resolve_device(settings.device)
     with tempfile.TemporaryDirectory(prefix="grader-") as temporary:
         workdir = Path(temporary)
@@ -408,6 +410,15 @@ def crashed_result(
     )
 
 
+def provisional_result(assignment: Assignment, *, seed: int, device: str) -> GradingResult:
+    """What the results files say from the start of grading until its real result replaces it.
+
+    Written before any student code runs, so a grader that is killed (out of memory, a
+    platform's time limit) still leaves a valid file that says why there are no scores.
+    """
+    return crashed_result(assignment, PROVISIONAL_MESSAGE, seed=seed, device=device)
+
+
 def write_outputs(
     result: GradingResult, *, results_path: Path | None, report_path: Path | None
 ) -> None:
@@ -430,18 +441,16 @@ def grade_command(
     report_path: Path | None,
 ) -> GradingResult:
     """`grade`: a provisional results file first, so even a killed run leaves a valid one."""
-    seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
+    seed = grading_seed(settings.seed)
     # The output files exist from the provisional write on; student code must not see them.
     outputs = tuple(path.resolve() for path in (results_path, report_path) if path)
     settings = dataclasses.replace(settings, seed=seed, hide=(*settings.hide, *outputs))
     device = resolve_device(settings.device)
-    provisional = crashed_result(
-        assignment,
-        "Grading did not finish (the grader was stopped or ran out of memory).",
-        seed=seed,
-        device=device,
+    write_outputs(
+        provisional_result(assignment, seed=seed, device=device),
+        results_path=results_path,
+        report_path=report_path,
     )
-    write_outputs(provisional, results_path=results_path, report_path=report_path)
     result = grade_submission(submission, assignment, settings)
     write_outputs(result, results_path=results_path, report_path=report_path)
     return result

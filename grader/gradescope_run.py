@@ -14,7 +14,6 @@ import dataclasses
 import json
 import logging
 import os
-import secrets
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +21,17 @@ from typing import Any
 
 from grader.assignment import Assignment, load_assignment
 from grader.atomic import write_json_atomic
-from grader.grade import GradeSettings, crashed_result, grade_submission, resolve_device
+from grader.grade import (
+    GradeSettings,
+    crashed_result,
+    grade_submission,
+    provisional_result,
+    resolve_device,
+)
 from grader.gradescope import failure_results_dict, results_dict
 from grader.results import GradingResult
-from grader.submission import JUNK_DIRS, MAX_WALK_ENTRIES
+from grader.seeds import grading_seed
+from grader.walk import walk_submission
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +39,6 @@ DEFAULT_ROOT = Path("/autograder")
 # submission_metadata.json holds every previous result of the student; it is never huge, but
 # it is read before grading, so a cap keeps a broken file from costing the run.
 MAX_METADATA_BYTES = 32 * 1024 * 1024
-PROVISIONAL_MESSAGE = "Grading did not finish (the grader was stopped or ran out of memory)."
 
 
 @dataclass(frozen=True)
@@ -77,18 +82,11 @@ def pick_upload(folder: Path, assignment: Assignment) -> tuple[Path, tuple[str, 
     known = set(assignment.files) | ({assignment.notebook} if assignment.notebook else set())
     found_known = False
     bundles: list[Path] = []
-    entries = 0
-    for current, dirs, names in os.walk(folder, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in JUNK_DIRS and not d.startswith("."))
-        for name in sorted(names):
-            entries += 1
-            if entries > MAX_WALK_ENTRIES:
-                break
-            path = Path(current) / name
-            if name in known:
-                found_known = True
-            elif name.lower().endswith((".zip", ".ipynb")) and not path.is_symlink():
-                bundles.append(path)
+    for path in walk_submission(folder).files:
+        if path.name in known:
+            found_known = True
+        elif path.name.lower().endswith((".zip", ".ipynb")) and not path.is_symlink():
+            bundles.append(path)
     # Archives before notebooks, shallow before deep, then by name: the same upload always
     # picks the same file.
     bundles.sort(
@@ -175,7 +173,7 @@ def run_gradescope(
     layout = GradescopeLayout(root.resolve())
     try:
         assignment = load_assignment(assignment_name)
-        seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
+        seed = grading_seed(settings.seed)
         device = resolve_device(settings.device)
     except Exception as error:  # no assignment, no scores: say so, visibly
         log.exception("the gradescope run could not start")
@@ -189,7 +187,7 @@ def run_gradescope(
         seed=seed,
         hide=(*settings.hide, layout.results_dir, layout.metadata),
     )
-    _write(layout, crashed_result(assignment, PROVISIONAL_MESSAGE, seed=seed, device=device), {})
+    _write(layout, provisional_result(assignment, seed=seed, device=device), {})
     try:
         upload, notes = pick_upload(layout.submission, assignment)
         result = _with_notes(grade_submission(upload, assignment, settings), notes)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import secrets
 import tempfile
 import types
 from collections.abc import Callable
@@ -29,9 +28,10 @@ import torch
 
 from grader.assignment import Assignment
 from grader.grade import run_hidden_suite
-from grader.plugin import SEED_SEARCH_DEPTH, GraderPlugin, GradingSession, hidden_seed
+from grader.plugin import SEED_SEARCH_DEPTH, GraderPlugin, GradingSession
 from grader.results import TestResult
 from grader.sandbox.client import PendingJob, Sandbox
+from grader.seeds import grading_seed, hidden_seed
 from grader.submission import PreparedSubmission
 
 # A seed a student can know: the public fixtures use seeds in this range.
@@ -239,10 +239,10 @@ def gate_openers_against_liars(assignment: Assignment, *, device: str = "cpu") -
 
 
 def _problems(assignment: Assignment, device: str) -> list[str]:
-    grading_seed = secrets.randbelow(2**31)
-    where = f"{assignment.id} (grading seed {grading_seed}, {device})"
+    seed = grading_seed()
+    where = f"{assignment.id} (grading seed {seed}, {device})"
     problems: list[str] = []
-    honest, broken = run_against(assignment, HONEST, device=device, grading_seed=grading_seed)
+    honest, broken = run_against(assignment, HONEST, device=device, grading_seed=seed)
     if broken:
         return [f"{where}: the hidden suite could not run: {broken}"]
     opened = {t.part for t in honest if t.outcome == "passed" and not t.gated}
@@ -254,7 +254,7 @@ def _problems(assignment: Assignment, device: str) -> list[str]:
                 "score. Call `compare` with the `seed` fixture's value in its arguments."
             )
     for lie in LIES:
-        records, broken = run_against(assignment, lie, device=device, grading_seed=grading_seed)
+        records, broken = run_against(assignment, lie, device=device, grading_seed=seed)
         if broken:
             problems.append(f"{where}: the hidden suite could not run against a liar: {broken}")
             continue

@@ -9,7 +9,6 @@ collection, and records one `TestResult` per test. Student code only ever runs t
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import inspect
 import sys
@@ -33,7 +32,9 @@ from grader.refcache import ReferenceCache
 from grader.results import Outcome, TestResult
 from grader.sandbox.client import PendingJob, Sandbox
 from grader.sandbox.feedback import StudentFailure
+from grader.seeds import hidden_seed
 from grader.submission import PreparedSubmission
+from grader.suites import TIMEOUTS_PER_PART, TIMEOUTS_PER_PART_MESSAGE, display_name
 
 MARKERS = (
     "points(n): the weight of this test inside its part",
@@ -58,10 +59,6 @@ STUDENT_DATA_KEY = pytest.StashKey[bool]()
 GATED_MARKERS = ("static_rule", "self_reported")
 # How deep `compare`'s arguments are searched for the seed (lists of configs, dicts of them).
 SEED_SEARCH_DEPTH = 4
-# Hidden seeds are derived from the grading seed; public fixtures use seeds below this.
-HIDDEN_SEED_FLOOR = 10_000
-# After this many timeouts in one part, its remaining tests are not run (each would time out).
-TIMEOUTS_PER_PART = 2
 UNCHECKABLE_RESULT_MESSAGE = (
     "What your code returned could not be checked: it does not have the type or structure "
     "this test expects ({error}). Compare what your function returns with the assignment's "
@@ -160,11 +157,7 @@ class GradingSession:
                 at_import=True,
             )
         if self._timeouts.get(part.id, 0) >= TIMEOUTS_PER_PART:
-            raise StudentFailure(
-                "timeout",
-                f"Not run: {TIMEOUTS_PER_PART} earlier tests of this part ran out of time. Fix "
-                "the slow or endless code first.",
-            )
+            raise StudentFailure("timeout", TIMEOUTS_PER_PART_MESSAGE)
 
 
 def _probe_location(probe: Probe) -> tuple[Path, str]:
@@ -174,12 +167,6 @@ def _probe_location(probe: Probe) -> tuple[Path, str]:
     if module is None or source_file is None or getattr(module, probe.__name__, None) is not probe:
         raise TypeError(f"probe {probe!r} must be a top-level function of a probes module")
     return Path(source_file), probe.__name__
-
-
-def hidden_seed(grading_seed: int, test_id: str) -> int:
-    """A seed per test and grading run, never in the public fixtures' range."""
-    digest = hashlib.sha256(f"{grading_seed}:{test_id}".encode()).digest()
-    return HIDDEN_SEED_FLOOR + int.from_bytes(digest[:4], "big") % (2**31 - HIDDEN_SEED_FLOOR)
 
 
 def holds_seed(value: Any, seed: int, depth: int = SEED_SEARCH_DEPTH) -> bool:
@@ -217,15 +204,6 @@ def _fingerprint(student_output: Any) -> str:
         return ""
 
 
-def display_name(item: pytest.Item) -> str:
-    """The docstring's first line (what students read), plus the parameter id."""
-    function = getattr(item, "function", None)
-    doc = inspect.getdoc(function) if function else None
-    title = doc.splitlines()[0].strip() if doc else item.name.split("[")[0]
-    callspec = getattr(item, "callspec", None)
-    return f"{title} [{callspec.id}]" if callspec else title
-
-
 def _student_facing_assertion(error: BaseException) -> str:
     text = str(error)
     # pytest appends its own `assert ...` introspection; the message above it is ours.
@@ -244,8 +222,8 @@ class GraderPlugin:
     def pytest_configure(self, config: pytest.Config) -> None:
         for line in MARKERS:
             config.addinivalue_line("markers", line)
-        # Student failures carry their own messages; pytest's long tracebacks cost 30-60 ms
-        # per failed test and only staff read them (for the grader's own errors).
+        # Student failures carry their own messages; pytest's long tracebacks are slow to
+        # build for every failed test and only staff read them (for the grader's own errors).
         config.option.tbstyle = "native"
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:

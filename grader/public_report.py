@@ -13,7 +13,7 @@ that hangs (killed by `check` after the time limit) or kills the process would l
 result at all, where these per-event lines say which test it was and keep the others'.
 
 Outcomes: "passed", "failed", "not implemented yet", "error", "skipped". Messages are the
-assertion's own text (pytest's assertion rewriting is off, see check.py), split into what
+assertion's own text (pytest's assertion rewriting is off, see public_run.py), split into what
 differed and the hint; an exception from the student's code is named with its line.
 """
 
@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+
+from grader.suites import display_name
 
 # The fixtures and marker public tests use, so an assignment needs no conftest.py for them.
 pytest_plugins = ("grader.public_plugin",)
@@ -66,15 +68,9 @@ def test_info(item: pytest.Item) -> TestInfo:
     """The part (from the file name test_<part>.py), readable name and points of a test."""
     path = Path(str(item.path))
     part = path.stem.removeprefix("test_")
-    function = getattr(item, "function", None)
-    doc = (getattr(function, "__doc__", None) or "").strip()
-    name = doc.splitlines()[0].strip() if doc else item.name.split("[")[0]
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None:
-        name += f" [{callspec.id}]"
     marker = item.get_closest_marker("points")
     points = float(marker.args[0]) if marker is not None and marker.args else 1.0
-    return TestInfo(nodeid=item.nodeid, part=part, name=name, points=points)
+    return TestInfo(nodeid=item.nodeid, part=part, name=display_name(item), points=points)
 
 
 class PublicReport:

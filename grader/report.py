@@ -1,4 +1,4 @@
-"""GradingResult <-> report.json (our own format, documented in GRADER_SPEC.md).
+"""GradingResult <-> report.json (our own format, documented in docs/report-json.md).
 
 `report_dict` writes a result; `read_report` and `report_from_dict` read one back, checked,
 as the same dataclasses, so no reader of report.json digs through untyped JSON.

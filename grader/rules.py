@@ -131,39 +131,52 @@ def forbidden_uses(source: str, rule: Rule) -> list[str]:
         for node in ast.walk(tree)
         if isinstance(node, ast.Call) and _literal_name_call(node)
     }
-    found: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
-        line = getattr(node, "lineno", 0)
-        if isinstance(node, ast.Attribute):
-            if node.attr in rule.attributes:
-                found.append((line, f".{node.attr}"))
-            elif node.attr in TORCH_BACKDOORS:
-                found.append((line, f".{node.attr} (torch's low-level entry points)"))
-            elif node.attr in DYNAMIC_ATTRIBUTES:
-                found.append((line, f".{node.attr} (attributes looked up by name)"))
-        elif isinstance(node, ast.Name):
-            if node.id in rule.names:
-                found.append((line, node.id))
-            elif node.id in DYNAMIC_BUILTINS and id(node) not in literal_calls:
-                found.append((line, f"{node.id} with a name built at run time"))
-        elif isinstance(node, ast.keyword) and node.arg in rule.attributes:
-            found.append((line, f"{node.arg}="))
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            for module in _imports(node):
-                if _under(module, rule.modules):
-                    found.append((line, f"import of {module}"))
-                    break
-                if _under(module, DYNAMIC_MODULES):
-                    found.append((line, f"import of {module} (attributes looked up by name)"))
-                    break
-                if module.split(".")[-1] in TORCH_BACKDOORS | rule.attributes:
-                    found.append((line, f"import of {module}"))
-                    break
-        elif isinstance(node, ast.Constant) and id(node) not in docstrings:
-            named = _names_in_constant(node.value, rule)
-            if named:
-                found.append((line, f"{_short(node.value)} (names {', '.join(named)})"))
-    return [f"line {line}: {what}" for line, what in sorted(set(found))]
+    found = {
+        (getattr(node, "lineno", 0), what)
+        for node in ast.walk(tree)
+        if (what := _forbidden_use(node, rule, literal_calls, docstrings))
+    }
+    return [f"line {line}: {what}" for line, what in sorted(found)]
+
+
+def _forbidden_use(node: ast.AST, rule: Rule, literal_calls: set[int], docstrings: set[int]) -> str:
+    """What `node` uses that `rule` forbids, or a dynamic access; "" when nothing."""
+    if isinstance(node, ast.Attribute):
+        return _attribute_use(node.attr, rule)
+    if isinstance(node, ast.Name):
+        if node.id in rule.names:
+            return node.id
+        if node.id in DYNAMIC_BUILTINS and id(node) not in literal_calls:
+            return f"{node.id} with a name built at run time"
+    elif isinstance(node, ast.keyword) and node.arg in rule.attributes:
+        return f"{node.arg}="
+    elif isinstance(node, ast.Import | ast.ImportFrom):
+        return next(filter(None, (_import_use(module, rule) for module in _imports(node))), "")
+    elif isinstance(node, ast.Constant) and id(node) not in docstrings:
+        named = _names_in_constant(node.value, rule)
+        if named:
+            return f"{_short(node.value)} (names {', '.join(named)})"
+    return ""
+
+
+def _attribute_use(attribute: str, rule: Rule) -> str:
+    if attribute in rule.attributes:
+        return f".{attribute}"
+    if attribute in TORCH_BACKDOORS:
+        return f".{attribute} (torch's low-level entry points)"
+    if attribute in DYNAMIC_ATTRIBUTES:
+        return f".{attribute} (attributes looked up by name)"
+    return ""
+
+
+def _import_use(module: str, rule: Rule) -> str:
+    if _under(module, rule.modules):
+        return f"import of {module}"
+    if _under(module, DYNAMIC_MODULES):
+        return f"import of {module} (attributes looked up by name)"
+    if module.split(".")[-1] in TORCH_BACKDOORS | rule.attributes:
+        return f"import of {module}"
+    return ""
 
 
 def _names_in_constant(value: object, rule: Rule) -> list[str]:

@@ -22,7 +22,6 @@ from urllib.parse import quote
 from grader.assignment import Assignment
 from grader.atomic import write_text_atomic
 from grader.batch.pages import page_html
-from grader.errors import SubmissionError
 from grader.submission import prepare_submission
 
 if TYPE_CHECKING:
@@ -39,6 +38,10 @@ NOISE_TOKENS = 25
 GUARANTEE_TOKENS = 30
 # Pairs where neither side has at least this share of its code in the other are not listed.
 MIN_SHARE = 0.5
+# Fingerprinting is linear but slow (a tokenizer in Python): a file far over any real
+# solution's size is named for staff instead of compared, so that no submission can stall the
+# class's pass.
+MAX_COMPARED_CHARS = 200_000
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,8 @@ class SimilarityResult:
     pairs: tuple[SimilarPair, ...]
     seconds: float
     submissions: int
+    # "key/file" of each source too large to compare (MAX_COMPARED_CHARS).
+    not_compared: tuple[str, ...] = ()
 
 
 def part_sources(items: Iterable[BatchItem], assignment: Assignment) -> dict[str, dict[str, str]]:
@@ -105,7 +110,8 @@ def part_sources(items: Iterable[BatchItem], assignment: Assignment) -> dict[str
             dest = Path(scratch) / str(index)
             try:
                 prepared = prepare_submission(item.path, assignment, dest)
-            except SubmissionError:
+            except Exception:  # one submission, whatever it holds, never ends the class's pass
+                log.debug("similarity: cannot read %s", item.key, exc_info=True)
                 continue
             texts = {}
             for part in assignment.parts:
@@ -130,12 +136,13 @@ def _fingerprint(text: str, name: str, boilerplate: Any) -> Any:
 
 
 def find_similar_pairs(
-    sources: dict[str, dict[str, str]], assignment: Assignment
+    sources: dict[str, dict[str, str]], assignment: Assignment, not_compared: list[str]
 ) -> list[tuple[SimilarPair, Any, Any, Any, Any]]:
     """Every pair of submissions whose code of a part mostly appears in the other's, ranked.
 
     Each entry also carries both fingerprints and their copied slices, for the side-by-side
-    page. Text shared with the part's starter file is boilerplate and never counts.
+    page. Text shared with the part's starter file is boilerplate and never counts. Sources
+    over MAX_COMPARED_CHARS go into `not_compared` instead.
     """
     from copydetect import compare_files
 
@@ -149,7 +156,9 @@ def find_similar_pairs(
         prints = {}
         for key in sorted(sources):
             text = sources[key].get(part.id)
-            if text is not None and text.strip():
+            if text is not None and len(text) > MAX_COMPARED_CHARS:
+                not_compared.append(f"{key}/{part.file}")
+            elif text is not None and text.strip():
                 try:
                     prints[key] = _fingerprint(text, f"{key}/{part.file}", boilerplate)
                 except Exception:  # a source copydetect cannot read is left out, not fatal
@@ -206,7 +215,8 @@ def class_similarity(
 ) -> SimilarityResult:
     """Rank similar pairs over the class and write a side-by-side page for each one shown."""
     started = time.monotonic()
-    found = find_similar_pairs(part_sources(items, assignment), assignment)
+    not_compared: list[str] = []
+    found = find_similar_pairs(part_sources(items, assignment), assignment, not_compared)
     pairs = []
     folder = out_dir / SIMILARITY_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -223,4 +233,5 @@ def class_similarity(
             pairs.append(shown)
         else:
             pairs.append(pair)
-    return SimilarityResult(tuple(pairs), round(time.monotonic() - started, 2), len(items))
+    seconds = round(time.monotonic() - started, 2)
+    return SimilarityResult(tuple(pairs), seconds, len(items), tuple(not_compared))

@@ -14,7 +14,6 @@ import os
 import re
 import stat
 import struct
-import tokenize
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,20 +21,19 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from grader.assignment import Assignment
-from grader.bounded import OUT_OF_MEMORY, TIMEOUT, Outcome, run_bounded
+from grader.bounded import run_bounded
 from grader.errors import SubmissionError
+from grader.source_check import CHECK_MEMORY_BYTES, check_sources, too_complex
+from grader.walk import JUNK_DIRS, walk_submission
 
 MAX_SOURCE_BYTES = 1024 * 1024
 MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024
 MAX_ARCHIVE_MEMBERS = 10_000
 # An archive holds a notebook and a few sources; far larger ones are refused before opening.
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
-MAX_WALK_ENTRIES = 20_000
-# Wall-clock bound for decoding and compiling one source file, and for reading the notebook,
-# each in a limited child (grader.bounded): real files take milliseconds.
-SOURCE_CHECK_SECONDS = 10.0
+# Wall-clock bound for reading the notebook in a limited child (grader.bounded): real
+# notebooks take milliseconds.
 NOTEBOOK_SECONDS = 30.0
-CHECK_MEMORY_BYTES = 1 << 30
 # How student names are cut down to compare with the assignment's (see `near_miss_key`).
 _COPY_SUFFIX = re.compile(r"(?:[ _-]*\(\d+\)|[ _-]+copy(?:[ _-]*\d+)?)+$")
 _SEPARATORS = re.compile(r"[\s_-]+")
@@ -44,18 +42,6 @@ _SEPARATORS = re.compile(r"[\s_-]+")
 _CENTRAL_HEADER = b"PK\x01\x02"
 _CENTRAL_HEADER_SIZE = 46
 _UTF8_FLAG = 0x800
-# PEP 263: a coding declaration on line 1 or 2 (group 1 is everything before the name).
-CODING_LINE = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)[-\w.]+")
-JUNK_DIRS = {
-    "__MACOSX",
-    "__pycache__",
-    ".git",
-    ".ipynb_checkpoints",
-    ".venv",
-    "venv",
-    "node_modules",
-}
-
 
 _Entry = TypeVar("_Entry")
 
@@ -136,13 +122,8 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
             data = raw[part.file]
             digest.update(part.file.encode() + b"\0" + data + b"\0")
             checked.append((part.id, part.file, data))
-    outcomes = run_bounded(
-        [_source_task(name, data) for _, name, data in checked],
-        seconds=SOURCE_CHECK_SECONDS,
-        memory_bytes=CHECK_MEMORY_BYTES,
-    )
-    for (part_id, name, _), outcome in zip(checked, outcomes, strict=True):
-        text, problem = _source_outcome(name, outcome)
+    results = check_sources([(name, data) for _, name, data in checked])
+    for (part_id, name, _), (text, problem) in zip(checked, results, strict=True):
         if text is not None:
             target = dest / name
             target.write_text(text, encoding="utf-8")
@@ -191,107 +172,12 @@ def _merge_notebook(
     value = outcome.value if isinstance(outcome.value, dict) else {}
     if outcome.failure or "problem" in value:
         problem = str(value.get("problem", ""))
-        problem = problem or _too_complex("The notebook", outcome, NOTEBOOK_SECONDS)
+        problem = problem or too_complex("The notebook", outcome, NOTEBOOK_SECONDS)
         return f"{problem} Parts without their own .py file could not be graded from it."
     raw.clear()
     raw.update({name: text.encode("latin-1") for name, text in value["sources"].items()})
     sources.update(value["origin"])
     notes.extend(value["notes"])
-    return ""
-
-
-def _too_complex(what: str, outcome: Outcome, seconds: float) -> str:
-    if outcome.failure == TIMEOUT:
-        return (
-            f"{what} is too complex to check in {seconds:g} s; simplify it "
-            "(split very long expressions, f-strings or literals)."
-        )
-    if outcome.failure == OUT_OF_MEMORY:
-        return (
-            f"{what} needs more than {CHECK_MEMORY_BYTES >> 20} MiB of memory to check; "
-            "simplify it (split very long expressions, f-strings or literals)."
-        )
-    return f"{what} could not be checked (the checker stopped on it); simplify it."
-
-
-def _source_task(name: str, data: bytes) -> Callable[[], list[bool | str]]:
-    return lambda: list(inspect_source(name, data))
-
-
-def _source_outcome(name: str, outcome: Outcome) -> tuple[str | None, str]:
-    """The clean text (None if unusable) and the problem, from a bounded `inspect_source`."""
-    value = outcome.value
-    if outcome.failure or not (isinstance(value, list) and len(value) == 3):
-        return None, _too_complex(name, outcome, SOURCE_CHECK_SECONDS)
-    usable, text, problem = value
-    return (str(text) if usable else None), str(problem)
-
-
-def inspect_source(name: str, data: bytes) -> tuple[bool, str, str]:
-    """Decode and compile one source: (usable as text, the clean text, its problem or "").
-
-    Pure and unbounded: run it through `grader.bounded.run_bounded`.
-    """
-    text, problem = _decode_source(name, data)
-    if problem:
-        return False, "", problem
-    return True, text, _syntax_problem(name, text)
-
-
-def _decode_source(name: str, data: bytes) -> tuple[str, str]:
-    """Source text, UTF-8 with BOM and CRLF normalised, or a message saying why it is unusable.
-
-    A PEP 263 coding line (`# -*- coding: latin-1 -*-`) is honoured, as Python would, and
-    rewritten to utf-8, because the clean copy is stored (and read back) as UTF-8.
-    """
-    if b"\0" in data:
-        return "", f"{name} is not a text file (it contains NUL bytes); submit the .py source."
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as error:
-        if "unknown encoding" in str(error.msg):
-            return "", f"{name}: {error.msg}; save the file as UTF-8 in your editor."
-        encoding = "utf-8"  # no usable coding line: Python reads UTF-8, so do we
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as error:
-        declared = "" if encoding.startswith("utf-8") else f" (its coding line says {encoding})"
-        return "", (
-            f"{name} is not valid {encoding.upper()}{declared} at byte {error.start}; save it "
-            "as UTF-8 in your editor."
-        )
-    except LookupError:  # a binary codec such as hex or zlib: Python refuses it too
-        return "", (
-            f"{name}: its coding line names {encoding!r}, which is not a text encoding; "
-            "remove that line and save the file as UTF-8 in your editor."
-        )
-    except (UnicodeError, ValueError, TypeError) as error:
-        return "", (
-            f"{name} cannot be decoded as {encoding} ({type(error).__name__}); remove its "
-            "coding line and save it as UTF-8 in your editor."
-        )
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        return "", (
-            f"{name} decodes to characters that are not valid Unicode (at character "
-            f"{error.start}); save it as UTF-8 in your editor."
-        )
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n", 2)
-    for index in range(min(2, len(lines))):
-        lines[index] = CODING_LINE.sub(r"\g<1>utf-8", lines[index], count=1)
-    return "\n".join(lines), ""
-
-
-def _syntax_problem(name: str, text: str) -> str:
-    """Compile without running: a syntax error is reported once, not once per test."""
-    try:
-        compile(text, name, "exec", dont_inherit=True)
-    except SyntaxError as error:
-        return f"{name} has a syntax error on line {error.lineno}: {error.msg}."
-    except (ValueError, MemoryError, RecursionError) as error:
-        return f"{name} cannot be compiled: {type(error).__name__}."
     return ""
 
 
@@ -336,18 +222,10 @@ def _shown(path: Path, root: Path) -> str:
 
 
 def _walk_files(root: Path, found: _Found) -> Iterator[Path]:
-    """Every file under `root` outside junk folders, up to MAX_WALK_ENTRIES (then a note)."""
-    entries = 0
-    for current, dirs, names in os.walk(root, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in JUNK_DIRS and not d.startswith("."))
-        for name in sorted(names):
-            entries += 1
-            if entries > MAX_WALK_ENTRIES:
-                found.notes.append(
-                    f"Stopped looking after {MAX_WALK_ENTRIES} files; submit only your own files."
-                )
-                return
-            yield Path(current) / name
+    """Every file under `root` outside junk folders, within the walk's bounds (then a note)."""
+    walked = walk_submission(root)
+    found.notes.extend(walked.notes)
+    return iter(walked.files)
 
 
 def near_miss_key(name: str) -> str:
@@ -404,11 +282,11 @@ def _take_near_misses(
                 f"{near_miss_advice(wanted, shown)} before you submit."
             )
         else:
+            # The part's problem says it, on each of its tests: not a note as well.
             found.unresolved[wanted] = (
-                f"{wanted} is missing, and none of {', '.join(shown)} was graded in its place; "
-                f"{near_miss_advice(wanted, shown)}."
+                f"{wanted} is missing; {', '.join(shown)} are all named like it, so none was "
+                f"graded in its place: keep the right one and rename it to {wanted}."
             )
-            found.notes.append(found.unresolved[wanted])
 
 
 def _is_notebook(name: str, notebook: str | None) -> bool:
@@ -459,22 +337,31 @@ def _pick(
             found.notes.append(
                 f"{len(usable)} copies of {name} found; graded {_shown(chosen, root)}."
             )
-        cap = MAX_NOTEBOOK_BYTES if name.endswith(".ipynb") else MAX_SOURCE_BYTES
         try:
-            data, size = _read_regular(chosen, cap)
+            data, size = _read_regular(chosen, _cap(name))
         except OSError as error:
             found.notes.append(f"Could not read {_shown(chosen, root)}: {error}.")
             continue
-        if len(data) > cap:
-            if name.endswith(".ipynb"):
-                found.notes.append(f"Ignored {name}: larger than {cap >> 20} MiB.")
-            else:
-                found.oversized[name] = size
-        elif name.endswith(".ipynb"):
-            found.notebook = data
-        else:
-            found.sources[name] = data
+        _keep(found, name, data, size)
     return found
+
+
+def _cap(name: str) -> int:
+    """How many bytes of a wanted file are read: one more means it is over the limit."""
+    return MAX_NOTEBOOK_BYTES if name.endswith(".ipynb") else MAX_SOURCE_BYTES
+
+
+def _keep(found: _Found, name: str, data: bytes, size: int) -> None:
+    """Record a wanted file read with `_cap(name) + 1` bytes at most; `size` is its full size."""
+    if len(data) > _cap(name):
+        if name.endswith(".ipynb"):
+            found.notes.append(f"Ignored {name}: larger than {_cap(name) >> 20} MiB.")
+        else:
+            found.oversized[name] = size
+    elif name.endswith(".ipynb"):
+        found.notebook = data
+    else:
+        found.sources[name] = data
 
 
 def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
@@ -487,37 +374,14 @@ def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
             f"{path.name} is {info.st_size >> 20} MiB (limit {MAX_ARCHIVE_BYTES >> 20} MiB); zip "
             "only your assignment files."
         )
-    archive = _open_zip(path, found)
-    with archive:
+    with _open_zip(path, found) as archive:
         members = archive.infolist()
         if len(members) > MAX_ARCHIVE_MEMBERS:
             raise SubmissionError(
                 f"{path.name} holds {len(members)} entries (limit {MAX_ARCHIVE_MEMBERS}); "
                 "zip only your assignment files."
             )
-        candidates: dict[str, list[zipfile.ZipInfo]] = {}
-        near: dict[str, list[zipfile.ZipInfo]] = {}
-        loose = {near_miss_key(name): name for name in wanted}
-        for member in members:
-            if member.is_dir():
-                continue
-            name = member.filename.replace("\\", "/")
-            parts = PurePosixPath(name).parts
-            if name.startswith("/") or ".." in parts or (parts and ":" in parts[0]):
-                found.notes.append(f"Refused unsafe archive entry {name!r}.")
-                continue
-            if stat.S_ISLNK(member.external_attr >> 16):
-                found.notes.append(f"Refused link {name!r} in the archive.")
-                continue
-            if any(p in JUNK_DIRS or p.startswith(".") for p in parts[:-1]):
-                continue
-            base = parts[-1]
-            if base in wanted or _is_notebook(base, notebook):
-                candidates.setdefault(base, []).append(member)
-            elif near_miss_key(base) in loose:
-                near.setdefault(loose[near_miss_key(base)], []).append(member)
-        _take_near_misses(candidates, near, found, lambda member: member.filename)
-        _choose_notebook(candidates, notebook, found)
+        candidates = _zip_candidates(members, wanted, notebook, found)
         for base, options in candidates.items():
             options.sort(key=lambda m: (m.filename.count("/"), m.filename))
             member = options[0]
@@ -525,23 +389,41 @@ def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
                 found.notes.append(
                     f"{len(options)} copies of {base} found; graded {member.filename}."
                 )
-            cap = MAX_NOTEBOOK_BYTES if base.endswith(".ipynb") else MAX_SOURCE_BYTES
             try:
                 with archive.open(member) as handle:
-                    data = handle.read(cap + 1)
+                    data = handle.read(_cap(base) + 1)
             except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError) as error:
                 found.notes.append(f"Could not read {member.filename} from the archive: {error}.")
                 continue
-            if len(data) > cap:
-                if base.endswith(".ipynb"):
-                    found.notes.append(f"Ignored {base}: larger than {cap >> 20} MiB.")
-                else:
-                    found.oversized[base] = member.file_size
-            elif base.endswith(".ipynb"):
-                found.notebook = data
-            else:
-                found.sources[base] = data
+            _keep(found, base, data, member.file_size)
     return found
+
+
+def _zip_candidates(
+    members: list[zipfile.ZipInfo], wanted: set[str], notebook: str | None, found: _Found
+) -> dict[str, list[zipfile.ZipInfo]]:
+    """Wanted name -> the safe entries that may hold it (near misses and notebook resolved)."""
+    candidates: dict[str, list[zipfile.ZipInfo]] = {}
+    near: dict[str, list[zipfile.ZipInfo]] = {}
+    loose = {near_miss_key(name): name for name in wanted}
+    for member in members:
+        if member.is_dir():
+            continue
+        name = member.filename.replace("\\", "/")
+        parts = PurePosixPath(name).parts
+        if name.startswith("/") or ".." in parts or (parts and ":" in parts[0]):
+            found.notes.append(f"Refused unsafe archive entry {name!r}.")
+        elif stat.S_ISLNK(member.external_attr >> 16):
+            found.notes.append(f"Refused link {name!r} in the archive.")
+        elif not parts or any(p in JUNK_DIRS or p.startswith(".") for p in parts[:-1]):
+            continue
+        elif parts[-1] in wanted or _is_notebook(parts[-1], notebook):
+            candidates.setdefault(parts[-1], []).append(member)
+        elif near_miss_key(parts[-1]) in loose:
+            near.setdefault(loose[near_miss_key(parts[-1])], []).append(member)
+    _take_near_misses(candidates, near, found, lambda member: member.filename)
+    _choose_notebook(candidates, notebook, found)
+    return candidates
 
 
 def _open_zip(path: Path, found: _Found) -> zipfile.ZipFile:

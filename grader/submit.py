@@ -3,14 +3,12 @@
 The zip is built first (under a temporary name next to its destination), then validated
 by reading it back with `prepare_submission`, the same code `grade` uses, so what is
 checked is what will be graded. Only then does it replace the destination
-(`os.replace`, atomic), so an older zip is never left half-written or silently stale.
+(`grader.atomic.replacing`), so an older zip is never left half-written or silently stale.
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
-import os
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -22,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.assignment import Assignment
+from grader.atomic import ZipEntry, replacing, write_zip
 from grader.bounded import run_bounded
 from grader.check import (
     CheckResult,
@@ -31,18 +30,13 @@ from grader.check import (
     resolve_assignment,
 )
 from grader.errors import SubmissionError
+from grader.source_check import CHECK_MEMORY_BYTES, SOURCE_CHECK_SECONDS
 from grader.submission import (
-    CHECK_MEMORY_BYTES,
-    SOURCE_CHECK_SECONDS,
     PreparedSubmission,
     near_miss_advice,
     near_misses,
     prepare_submission,
 )
-
-# A fixed timestamp makes the zip a function of the files alone: re-running `submit` on
-# unchanged files gives a byte-identical zip.
-ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -100,18 +94,13 @@ def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST
     return found
 
 
-def submission_files(student_dir: Path, assignment: Assignment) -> list[Path]:
-    """The files that go into the zip: each part's .py file and the notebook, where present."""
+def submission_entries(student_dir: Path, assignment: Assignment) -> list[ZipEntry]:
+    """What goes into the zip: each part's .py file and the notebook, where present.
+
+    Written reproducibly: running `submit` again on unchanged files gives the same bytes.
+    """
     names = [*assignment.files, *([assignment.notebook] if assignment.notebook else [])]
-    return [student_dir / name for name in names if (student_dir / name).is_file()]
-
-
-def write_zip(files: list[Path], handle: zipfile.ZipFile) -> None:
-    for path in files:
-        info = zipfile.ZipInfo(path.name, date_time=ZIP_DATE_TIME)
-        info.external_attr = 0o644 << 16
-        info.compress_type = zipfile.ZIP_DEFLATED
-        handle.writestr(info, path.read_bytes())
+    return [ZipEntry(name, student_dir / name) for name in names if (student_dir / name).is_file()]
 
 
 def submit_command(
@@ -123,32 +112,22 @@ def submit_command(
     target = output if output is not None else directory / f"{assignment.id}_submission.zip"
     if not target.parent.is_dir():
         raise SubmissionError(f"{target.parent} is not a folder; choose another -o/--output.")
-    files = submission_files(student_dir, assignment)
+    files = submission_entries(student_dir, assignment)
     console.print(f"Submitting {assignment.id} from {student_dir}", markup=False)
-    descriptor, temporary_name = tempfile.mkstemp(
-        prefix=f".{target.stem}.", suffix=".zip", dir=target.parent
-    )
-    temporary = Path(temporary_name)
-    try:
-        os.chmod(descriptor, 0o644)  # mkstemp's 0600 would surprise whoever copies the zip
-        with os.fdopen(descriptor, "wb") as stream:
-            with zipfile.ZipFile(stream, "w") as archive:
-                write_zip(files, archive)
-            stream.flush()
-            os.fsync(stream.fileno())
-        with tempfile.TemporaryDirectory(prefix="grader-submit-") as workdir_name:
-            workdir = Path(workdir_name)
-            prepared = prepare_submission(temporary, assignment, workdir / "submission")
-            _refuse_unusable(prepared, assignment, student_dir)
-            unimplemented = _unimplemented_parts(prepared, assignment)
-            _print_sources(prepared, assignment, console)
-            console.print("Running the public tests ...", style="dim")
-            check = check_prepared(prepared, assignment, student_dir, workdir)
+    # The zip replaces `target` only once it has been read back and tested.
+    with (
+        replacing(target) as temporary,
+        tempfile.TemporaryDirectory(prefix="grader-submit-") as workdir_name,
+    ):
+        write_zip(temporary, files)
+        workdir = Path(workdir_name)
+        prepared = prepare_submission(temporary, assignment, workdir / "submission")
+        _refuse_unusable(prepared, assignment, student_dir)
+        unimplemented = _unimplemented_parts(prepared, assignment)
+        _print_sources(prepared, assignment, console)
+        console.print("Running the public tests ...", style="dim")
+        check = check_prepared(prepared, assignment, student_dir, workdir)
         print_check(check, console, details=False)
-        temporary.replace(target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
     with zipfile.ZipFile(target) as archive:
         entries = tuple((info.filename, info.file_size) for info in archive.infolist())
     result = SubmitResult(target, entries, unimplemented, check)

@@ -1,4 +1,7 @@
-"""GradingResult -> the terminal table people read after `grade`."""
+"""GradingResult -> the terminal table people read after `grade`; how an outcome looks there.
+
+`check` prints its public tests with the same colours and the same cut messages.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +18,33 @@ OUTCOME_STYLE = {
     "error": "red",
     "timeout": "magenta",
     "skipped": "dim",
+    # `check` only: a public test that reached a stub.
+    "not implemented yet": "yellow",
 }
 MAX_MESSAGE_LINES = 8
 # A line longer than this is shown cut: the report has it whole (within its own cap).
 MAX_LINE_CHARS = 400
+
+
+def outcome_label(outcome: str) -> Text:
+    """The outcome in capitals, padded to one column width, in its colour."""
+    return Text(f"{outcome.upper():8}", style=OUTCOME_STYLE.get(outcome, "red"))
+
+
+def message_lines(message: str, *, rest: str) -> list[Text]:
+    """A message's first lines, indented, each cut to one screen line's worth.
+
+    `rest` says where the lines not shown can be read ("in the report").
+    """
+    lines = message.splitlines()
+    shown = [
+        Text("    " + cap_text(line, MAX_LINE_CHARS).replace("\n", " "))
+        for line in lines[:MAX_MESSAGE_LINES]
+    ]
+    if len(lines) > MAX_MESSAGE_LINES:
+        hidden = len(lines) - MAX_MESSAGE_LINES
+        shown.append(Text(f"    ... ({hidden} more lines{rest})"))
+    return shown
 
 
 def print_result(result: GradingResult, console: Console, *, show_passed: bool = False) -> None:
@@ -46,20 +72,14 @@ def print_result(result: GradingResult, console: Console, *, show_passed: bool =
     for test in result.tests:
         if test.outcome == "passed" and not show_passed:
             continue
-        style = OUTCOME_STYLE[test.outcome]
         console.print(
             Text.assemble(
-                (f"{test.outcome.upper():8}", style),
+                outcome_label(test.outcome),
                 f" {test.part} · {test.name}  ({test.score:g}/{test.max_score:g})",
             )
         )
-        lines = test.message.splitlines()
-        for line in lines[:MAX_MESSAGE_LINES]:
-            console.print(Text("    " + cap_text(line, MAX_LINE_CHARS).replace("\n", " ")))
-        if len(lines) > MAX_MESSAGE_LINES:
-            console.print(
-                Text(f"    ... ({len(lines) - MAX_MESSAGE_LINES} more lines in the report)")
-            )
+        for line in message_lines(test.message, rest=" in the report"):
+            console.print(line)
     if result.grader_error:
         console.print(
             Text(

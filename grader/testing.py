@@ -27,6 +27,9 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 }
 # Losses after many training steps drift further apart through legitimate rounding.
 LOSS_RTOL: dict[torch.dtype, float] = {torch.float32: 1e-3, torch.float64: 1e-6}
+# Float64 losses this close to the reference's yet outside LOSS_RTOL differ by what float32
+# arithmetic gives (its rounding is 6e-8 a step); a float64 bug is far larger or far smaller.
+FLOAT32_LIKE_RTOL = 1e-4
 # What a probe reports as the type of a value the contract calls a float: Python's, or a numpy
 # scalar (np.float64 even subclasses float); both convert exactly with float().
 FLOAT_TYPE_NAMES = frozenset({"float", "float16", "float32", "float64"})
@@ -214,13 +217,20 @@ def assert_losses_close(
     for step, (g, w) in enumerate(zip(got, want, strict=True)):
         if math.isfinite(g) and math.isclose(g, w, rel_tol=tolerance, abs_tol=1e-9):
             continue
+        shown_got, shown_want = _distinct_digits(g, w)
         message = (
-            f"{what}: first differs at step {step}: got {g:.6g}, expected {w:.6g} "
+            f"{what}: first differs at step {step}: got {shown_got}, expected {shown_want} "
             f"(relative tolerance {tolerance:g})."
         )
         message += " Steps before it matched." if step else ""
         if not math.isfinite(g) and math.isfinite(w):
             message += f" The loss is {g} at step {step}: {DIVERGENCE_HINT}"
+        elif dtype == torch.float64 and abs(g - w) <= FLOAT32_LIKE_RTOL * abs(w):
+            message += (
+                f" A difference this small ({abs(g - w) / abs(w):.1g} relative) is float32's "
+                "rounding: keep every tensor in the data's float64 (no .float(), no "
+                "dtype=torch.float32, new tensors with dtype=x.dtype)."
+            )
         elif step == 0 and (factor := constant_factor(g / w if w else math.nan, sizes, "loss")):
             message += f" The first loss is {factor}."
         elif step > 0 and g > got[step - 1] and w <= want[step - 1]:
@@ -229,6 +239,15 @@ def assert_losses_close(
                 "uses, its sign (w -= learning_rate * grad) and the learning rate."
             )
         raise AssertionError(_with_hint(message, hint))
+
+
+def _distinct_digits(got: float, want: float) -> tuple[str, str]:
+    """The two numbers with the fewest significant digits (6 or more) that tell them apart."""
+    for digits in range(6, 18):
+        shown = f"{got:.{digits}g}", f"{want:.{digits}g}"
+        if shown[0] != shown[1]:
+            break
+    return shown
 
 
 def assert_jacobian_close(
@@ -287,7 +306,8 @@ def assert_scalar_close(
             _with_hint(f"{what}: expected a Python float, got {_describe(got)}.", hint)
         )
     if not math.isclose(got, want, rel_tol=rel_tol, abs_tol=1e-12):
-        raise AssertionError(_with_hint(f"{what}: got {got:.6g}, expected {want:.6g}.", hint))
+        shown_got, shown_want = _distinct_digits(got, want)
+        raise AssertionError(_with_hint(f"{what}: got {shown_got}, expected {shown_want}.", hint))
 
 
 def assert_runs_on_gpu(source: str | None, file_name: str) -> None:

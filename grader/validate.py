@@ -338,19 +338,13 @@ def fixture_difference(got: Any, want: Any, where: str) -> str:
     if isinstance(want, dict):
         if not isinstance(got, dict) or set(got) != set(want):
             return f"{where} has other keys"
-        for key in want:
-            found = fixture_difference(got[key], want[key], f"{where}[{key!r}]")
-            if found:
-                return found
-        return ""
+        pairs = [(got[key], want[key], f"{where}[{key!r}]") for key in want]
+        return next(filter(None, (fixture_difference(*pair) for pair in pairs)), "")
     if isinstance(want, list | tuple):
         if not isinstance(got, list | tuple) or len(got) != len(want):
             return f"{where} has another length"
-        for index, (a, b) in enumerate(zip(got, want, strict=True)):
-            found = fixture_difference(a, b, f"{where}[{index}]")
-            if found:
-                return found
-        return ""
+        pairs = [(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(got, want, strict=True))]
+        return next(filter(None, (fixture_difference(*pair) for pair in pairs)), "")
     if isinstance(want, float) and isinstance(got, float):
         rtol, atol = TOLERANCES[torch.float64]
         close = math.isclose(got, want, rel_tol=rtol, abs_tol=atol)

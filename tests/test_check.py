@@ -18,8 +18,9 @@ import pytest
 
 from grader.assignment import Assignment, load_assignment
 from grader.build import build_starter
-from grader.check import locate_student_folder, run_public_tests
+from grader.check import locate_student_folder
 from grader.public_report import PublicReport
+from grader.public_run import run_public_tests
 from tests.support import (
     PART_FILES,
     SOLUTIONS_DIR,
@@ -310,9 +311,11 @@ def test_near_miss_names_are_tested_with_a_rename_note_or_all_named(starter_kit:
     ) in output
     assert "all passed" not in rows["custom_sigmoid"]
     assert (
-        "Custom_Sigmoid.py, custom_sigmoid (1).py are all named like custom_sigmoid.py: keep "
-        "the right one and rename it to custom_sigmoid.py"
+        "custom_sigmoid.py is missing; Custom_Sigmoid.py, custom_sigmoid (1).py are all named "
+        "like it, so none was graded in its place: keep the right one and rename it to "
+        "custom_sigmoid.py."
     ) in output
+    assert output.count("Custom_Sigmoid.py") == output.count("custom_sigmoid.py is missing")
 
 
 @pytest.mark.slow

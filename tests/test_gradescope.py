@@ -22,8 +22,8 @@ import pytest
 
 from grader.assignment import load_assignment
 from grader.build import build_autograder
-from grader.grade import GradeSettings
-from grader.gradescope_run import PROVISIONAL_MESSAGE, pick_upload, read_metadata, run_gradescope
+from grader.grade import PROVISIONAL_MESSAGE, GradeSettings
+from grader.gradescope_run import pick_upload, read_metadata, run_gradescope
 from tests.support import ASSIGNMENT_DIR, PART_FILES, SOLUTIONS_DIR
 
 SCHEMA = json.loads((Path(__file__).with_name("gradescope_results.schema.json")).read_text())

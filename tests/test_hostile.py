@@ -5,7 +5,8 @@ attack, named after it, holding only what differs from the reference solution
 (solutions/pytorch_basics/*.py) and an `expected.toml`:
 
     attack = "what the submission tries"
-    max_seconds = 90             # the whole `grade` must finish within this (default 60)
+    max_seconds = 90             # the whole `grade` must finish within this (default 60), plus
+                                 # SLACK_PER_BASELINE times the reference's own grading time
     [scores]                     # expected part scores; parts not listed get full marks
     manual_backprop = 0
     [checks]
@@ -33,6 +34,9 @@ no test that failed for an internal reason; feedback within a size bound.
 
 Cases run two at a time (this is a 2-core machine) with a short per-test time limit
 (GRADER_TEST_TIMEOUT_S), started together by a module fixture; each test waits for its own.
+The unmodified reference is graded first, in the same pool: the time bound is a bound on
+what an attack adds, so it grows with how long honest grading takes on the machine right now
+(a loaded CI machine is slower; a hang still runs into the 600 s limit and fails).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from typing import Any
 import pytest
 
 from grader.sandbox.identity import SANDBOX_UID_BASE, live_processes_of
+from tests.deep_folders import files_under, remove_tree
 from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR
 
 # Every hostile case attacks the first assignment; naming it keeps the cases about attacks.
@@ -79,6 +84,7 @@ PART_POINTS = {
 WORKERS = 2
 TEST_TIMEOUT_S = "5"
 DEFAULT_MAX_SECONDS = 60.0
+SLACK_PER_BASELINE = 3.0
 # Two streams of max_output_kb (64 KiB) each, plus the message.
 MAX_FEEDBACK_CHARS = 150_000
 INTERNAL_PROBLEM = "because of an internal problem"
@@ -142,6 +148,8 @@ def load_cases() -> list[Case]:
 
 
 CASES = {case.name: case for case in load_cases()}
+# The reference graded with no attack, to measure honest grading on this machine, now.
+BASELINE = "no-attack-baseline"
 
 
 class Listener:
@@ -281,7 +289,7 @@ def run_case(case: Case, work: Path) -> Outcome:
         submission = build_submission(case, work, replacements)
         watched = [COURSE_ROOT / name for name in checks.get("unchanged", ())]
         before = _digest(watched)
-        submission_before = _digest(sorted(p for p in work.rglob("*") if p.is_file()))
+        submission_before = _digest([p for p in files_under(work) if p.is_file()])
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
         env.update(
             PYTHONPATH=str(COURSE_ROOT),
@@ -323,7 +331,7 @@ def run_case(case: Case, work: Path) -> Outcome:
         changed = [path for path, digest in _digest(watched).items() if before[path] != digest]
         changed += [
             f"submission: {path}"
-            for path, digest in _digest(sorted(p for p in work.rglob("*") if p.is_file())).items()
+            for path, digest in _digest([p for p in files_under(work) if p.is_file()]).items()
             if submission_before.get(path) != digest
         ]
         return Outcome(
@@ -347,6 +355,7 @@ def run_case(case: Case, work: Path) -> Outcome:
         if listener:
             listener.close()
         shutil.rmtree(exposed, ignore_errors=True)
+        remove_tree(work)  # a case may nest folders deeper than shutil.rmtree can recurse
 
 
 @pytest.fixture(scope="module")
@@ -359,11 +368,15 @@ def hostile_runs(
         for item in request.session.items
         if isinstance(item, pytest.Function) and item.originalname == "test_hostile_case"
     ]
+    no_changes = tmp_path_factory.mktemp("no-changes")  # a case folder with nothing in it
+    baseline = Case(BASELINE, no_changes, {})
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        yield {
-            name: pool.submit(run_case, CASES[name], tmp_path_factory.mktemp(name))
+        runs = {BASELINE: pool.submit(run_case, baseline, tmp_path_factory.mktemp(BASELINE))}
+        runs.update(
+            (name, pool.submit(run_case, CASES[name], tmp_path_factory.mktemp(name)))
             for name in names
-        }
+        )
+        yield runs
 
 
 def _case_params() -> list[Any]:
@@ -395,8 +408,14 @@ def test_hostile_case(case: str, hostile_runs: dict[str, Future[Outcome]]) -> No
     assert report["grader_error"] is None, report["grader_error"]
     scores = {part: entry["score"] for part, entry in report["parts"].items()}
     assert scores == pytest.approx(spec.scores, abs=1e-3), described
+    baseline = hostile_runs[BASELINE].result()
+    assert baseline.report["score"] == pytest.approx(sum(PART_POINTS.values()))
     limit = float(spec.expected.get("max_seconds", DEFAULT_MAX_SECONDS))
-    assert outcome.seconds <= limit, f"took {outcome.seconds:.1f} s, bound {limit} s"
+    limit += SLACK_PER_BASELINE * baseline.seconds
+    assert outcome.seconds <= limit, (
+        f"took {outcome.seconds:.1f} s, bound {limit:.1f} s (honest grading: "
+        f"{baseline.seconds:.1f} s)"
+    )
 
     # Nothing of the student's survives, and nothing outside its sandbox changed.
     assert outcome.uid_alive == [], f"processes of the sandbox uid survived: {outcome.uid_alive}"

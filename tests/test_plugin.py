@@ -15,19 +15,14 @@ import pytest
 from grader.assignment import Assignment, parse_manifest
 from grader.hints import error_hint
 from grader.lying import HONEST, run_against
-from grader.plugin import (
-    HIDDEN_SEED_FLOOR,
-    TIMEOUTS_PER_PART,
-    GraderPlugin,
-    GradingSession,
-    hidden_seed,
-    holds_seed,
-)
+from grader.plugin import GraderPlugin, GradingSession, holds_seed
 from grader.results import TestResult
 from grader.sandbox.client import PendingJob, Sandbox
 from grader.sandbox.feedback import StudentFailure
 from grader.scoring import score_tests
+from grader.seeds import HIDDEN_SEED_FLOOR, hidden_seed
 from grader.submission import PreparedSubmission
+from grader.suites import TIMEOUTS_PER_PART
 
 
 def test_hidden_seeds_differ_per_test_and_run_and_avoid_public_seeds() -> None:

@@ -22,18 +22,16 @@ import torch
 from grader.assignment import Limits
 from grader.errors import UsageError
 from grader.sandbox import confine as sandbox_confine
-from grader.sandbox.client import (
+from grader.sandbox.client import PendingJob, Sandbox, SandboxError
+from grader.sandbox.feedback import StudentFailure
+from grader.sandbox.identity import live_processes_of, remove_files_of
+from grader.sandbox.settings import (
     PROTECTION_NAMES,
     TIMEOUT_OVERRIDE_ENV,
-    PendingJob,
-    Sandbox,
-    SandboxError,
     SandboxSettings,
     limits_from_environment,
     protections_notice,
 )
-from grader.sandbox.feedback import StudentFailure
-from grader.sandbox.identity import live_processes_of, remove_files_of
 from grader.sandbox.wire import decode_result
 
 SERVER = Path(__file__).resolve().parent.parent / "grader" / "sandbox" / "server.py"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import notebook, submission
+from grader import notebook, source_check
 from grader.assignment import load_assignment
 from grader.errors import SubmissionError
 from grader.submission import MAX_SOURCE_BYTES, near_miss_key, prepare_submission
@@ -204,7 +204,7 @@ def test_a_coding_line_naming_a_binary_codec_costs_only_its_part(
 def test_a_source_too_complex_to_compile_in_time_costs_only_its_part(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(submission, "SOURCE_CHECK_SECONDS", 0.5)
+    monkeypatch.setattr(source_check, "SOURCE_CHECK_SECONDS", 0.5)
     (tmp_path / "custom_sigmoid.py").write_text('x = f"' + "{1}" * 300_000 + '"\n')
     (tmp_path / "manual_backprop.py").write_text(GOOD)
     prepared = prepare_submission(tmp_path, ASSIGNMENT, tmp_path / "out")
@@ -271,6 +271,7 @@ def test_several_near_misses_are_all_named_and_none_is_graded(tmp_path: Path) ->
     problem = prepared.problems["two_layer_net"]
     assert "Two_Layer_Net.py, two_layer_net (1).py" in problem
     assert "rename it to two_layer_net.py" in problem
+    assert not any("Two_Layer_Net.py" in note for note in prepared.notes), "said twice"
 
 
 def test_an_exact_name_wins_over_near_misses(tmp_path: Path) -> None:

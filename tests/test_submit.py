@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.submit import unimplemented_functions, write_zip
+from grader.atomic import ZipEntry, write_zip
+from grader.submit import unimplemented_functions
 from tests.support import PART_FILES, SOLUTIONS_DIR, notebook_with_part_code, run_kit_cli
 
 KIT_ASSIGNMENT = Path("assignments") / "pytorch_basics"
@@ -64,12 +65,11 @@ def test_reference_zip_holds_exactly_the_part_files_and_notebook(
 
 
 def test_zip_depends_on_the_files_alone(tmp_path: Path) -> None:
-    files = [SOLUTIONS_DIR / name for name in PART_FILES]
+    files = [ZipEntry(name, SOLUTIONS_DIR / name) for name in PART_FILES]
     archives = []
     for attempt in range(2):
         path = tmp_path / f"{attempt}.zip"
-        with zipfile.ZipFile(path, "w") as handle:
-            write_zip(files, handle)
+        write_zip(path, files)
         archives.append(path.read_bytes())
     assert archives[0] == archives[1]
 
@@ -172,8 +172,7 @@ def test_check_accepts_the_zip_it_would_upload(
 
     monkeypatch.setattr(grader.check, "run_public_tests", fake_run)
     archive = tmp_path / ZIP_NAME
-    with zipfile.ZipFile(archive, "w") as handle:
-        write_zip([SOLUTIONS_DIR / name for name in PART_FILES], handle)
+    write_zip(archive, [ZipEntry(name, SOLUTIONS_DIR / name) for name in PART_FILES])
     result = grader.check.check_command(archive, None)
     assert result.directory == archive
     assert [path.name for path in tested] == sorted(PART_FILES)

@@ -59,6 +59,21 @@ def test_losses_report_the_first_diverging_step() -> None:
         assert_losses_close([1.0, 2.0, 7.0, 9.0], [1.0, 2.0, 3.0, 4.0], what="losses")
 
 
+def test_losses_computed_in_float32_show_their_difference_and_name_float32() -> None:
+    want = [0.6931471805599453, 0.5]
+    got = [float(torch.tensor(want[0], dtype=torch.float32)) * (1 + 3e-6), 0.5]
+    with pytest.raises(AssertionError) as caught:
+        assert_losses_close(got, want, what="losses")
+    message = str(caught.value)
+    shown = message.split("got ", 1)[1].split(" (relative", 1)[0]
+    got_text, want_text = shown.split(", expected ")
+    assert got_text != want_text, message
+    assert "float32's rounding" in message
+    with pytest.raises(AssertionError) as caught:
+        assert_losses_close([0.7], [0.5], what="losses")
+    assert "float32" not in str(caught.value)
+
+
 def test_losses_must_be_python_floats() -> None:
     with pytest.raises(AssertionError, match="list of Tensor"):
         assert_losses_close([torch.tensor(1.0)], [1.0], what="losses")
@@ -78,6 +93,8 @@ def test_scalar_must_be_a_float() -> None:
     with pytest.raises(AssertionError, match="expected a Python float, got a tensor"):
         assert_scalar_close(torch.tensor(1.0), 1.0, what="evaluate()")
     assert_scalar_close(1.0 + 1e-9, 1.0, what="evaluate()")
+    with pytest.raises(AssertionError, match=r"got 0\.50000001, expected 0\.5\."):
+        assert_scalar_close(0.5 + 1e-8, 0.5, what="evaluate()", rel_tol=1e-9)
 
 
 def test_losses_summed_instead_of_averaged_are_named_with_their_factor() -> None:

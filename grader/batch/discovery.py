@@ -13,7 +13,7 @@ from grader.assignment import Assignment
 from grader.batch.metadata import METADATA_FILE, Submitter, read_gradescope_metadata
 from grader.errors import UsageError
 from grader.safetext import entry_key, hashed_entry_key
-from grader.submission import JUNK_DIRS
+from grader.walk import JUNK_DIRS
 
 log = logging.getLogger(__name__)
 

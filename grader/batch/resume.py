@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import secrets
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from grader.assignment import Assignment
 from grader.batch.discovery import BatchItem
 from grader.errors import SubmissionError
 from grader.report import Report, read_report
+from grader.seeds import grading_seed
 from grader.submission import prepare_submission
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ def batch_seed(state: dict[str, Any], assignment: Assignment, requested: int | N
         return requested
     if state.get("assignment") == assignment.id and isinstance(state.get("seed"), int):
         return int(state["seed"])
-    return secrets.randbelow(2**31)
+    return grading_seed()
 
 
 @dataclass(frozen=True)

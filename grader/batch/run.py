@@ -57,7 +57,7 @@ from grader.errors import UsageError
 from grader.report import Report, report_from_dict
 from grader.results import MAX_DETAIL_CHARS
 from grader.safetext import clean_data
-from grader.similarity import MIN_SHARE, SimilarPair, class_similarity
+from grader.similarity import MAX_COMPARED_CHARS, MIN_SHARE, SimilarPair, class_similarity
 
 log = logging.getLogger(__name__)
 
@@ -156,12 +156,24 @@ def _similarity(
         return (), f"Code similarity could not be computed: {first_line(error)}"
     write_json_atomic(
         out_dir / SIMILARITY_FILE,
-        {"version": 1, "seconds": result.seconds, "pairs": [asdict(p) for p in result.pairs]},
+        {
+            "version": 1,
+            "seconds": result.seconds,
+            "pairs": [asdict(p) for p in result.pairs],
+            "not_compared": list(result.not_compared),
+        },
+    )
+    skipped = (
+        f" Not compared, over {MAX_COMPARED_CHARS:,} characters (look at them yourself): "
+        f"{', '.join(result.not_compared[:10])}"
+        f"{f' and {len(result.not_compared) - 10} more' if len(result.not_compared) > 10 else ''}."
+        if result.not_compared
+        else ""
     )
     return result.pairs, (
         f"{result.submissions} submissions compared part by part in {result.seconds:.1f} s "
         f"(copydetect winnowing; the starter code is boilerplate). Listed: pairs where at least "
-        f"{MIN_SHARE:.0%} of one side's code is also in the other."
+        f"{MIN_SHARE:.0%} of one side's code is also in the other.{skipped}"
     )
 
 

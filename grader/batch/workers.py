@@ -18,14 +18,16 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from grader.assignment import COURSE_ROOT, Assignment, load_assignment
 from grader.batch.discovery import BatchItem
 from grader.errors import GraderError, UsageError
+from grader.jsonlines import JsonLines
 from grader.refcache import ReferenceCache
+from grader.report import MAX_REPORT_BYTES
 
 if TYPE_CHECKING:
     from grader.sandbox.client import Sandbox
@@ -204,7 +206,8 @@ class _WorkerProcess:
     ready: bool = False
     item: BatchItem | None = None
     since: float = 0.0
-    buffer: bytes = b""
+    # A reply carries a whole report.json: bounded as reading one back is.
+    replies: JsonLines = field(default_factory=lambda: JsonLines(MAX_REPORT_BYTES))
     graded: int = 0
 
 
@@ -304,15 +307,7 @@ class LocalExecutor:
         for key, _ in self._selector.select(timeout=timeout):
             worker: _WorkerProcess = key.data
             chunk = os.read(key.fd, 1 << 20)
-            worker.buffer += chunk
-            *complete, worker.buffer = worker.buffer.split(b"\n")
-            messages = []
-            for line in complete:
-                with contextlib.suppress(ValueError):
-                    message = json.loads(line)
-                    if isinstance(message, dict):
-                        messages.append(message)
-            yield worker, messages, not chunk
+            yield worker, worker.replies.feed(chunk), not chunk
 
     def _handle(self, worker: _WorkerProcess, message: dict[str, Any], on_done: OnDone) -> None:
         event = message.get("event")

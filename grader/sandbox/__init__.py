@@ -1,7 +1,8 @@
 """`sandbox`: run course probes against student code in isolated processes, and read the results.
 
 - `client`: the trusted side: the `Sandbox` (start the server, hand it jobs, enforce the
-  wall time from outside, sweep what is left) and its settings;
+  wall time from outside, sweep what is left);
+- `settings`: what a sandbox is asked for, and the names of its protections for notices;
 - `server`: the student side, a script run with `python -I` that imports only the standard
   library and torch: the zygote, each submission's fork server, and the student process's
   isolation (namespaces, mounts, limits, a uid of its own);

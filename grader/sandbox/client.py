@@ -25,15 +25,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.assignment import Limits
-from grader.errors import ConfigError, UsageError
+from grader.errors import ConfigError
+from grader.jsonlines import JsonLines
 from grader.sandbox.feedback import CPU_GRACE_S, interpret, read_capped
 from grader.sandbox.identity import SandboxIdentity, claim_identity, kill_uid, remove_files_of
 from grader.sandbox.protocol import MAX_OPEN_FILES, Config, Job, SubmissionRequest
+from grader.sandbox.settings import PROTECTION_NAMES, SandboxSettings
 
 log = logging.getLogger(__name__)
 
@@ -44,31 +46,8 @@ SERVER_START_TIMEOUT_S = 180.0
 PROTOCOL_TIMEOUT_S = 30.0
 # The job's monitor enforces the wall time; this side kills everything if it has not by then.
 BACKSTOP_GRACE_S = 5.0
-# For the grader's own test suite: a shorter per-test time limit than the manifest's.
-TIMEOUT_OVERRIDE_ENV = "GRADER_TEST_TIMEOUT_S"
-PROTECTION_NAMES = {
-    "landlock": "Landlock (only the system, Python and the job readable; no TCP)",
-    "seccomp": "a seccomp filter (no ptrace, mount, namespaces, inet sockets, bpf, ...)",
-    "separate_user": "a separate unprivileged user",
-    "pid_namespace": "a process namespace (every student process dies with the job)",
-    "network_isolated": "no network",
-    "ipc_isolated": "private IPC",
-    "read_only_filesystem": "a read-only file system",
-    "private_proc": "a private /proc",
-    "private_tmp": "private /tmp, /var/tmp and /dev/shm",
-    "paths_hidden": "hidden solutions and results",
-    "minimal_view": "a file system view of only the system, Python and the job",
-}
-
-
-@dataclass(frozen=True)
-class SandboxSettings:
-    limits: Limits
-    device: str = "cpu"
-    threads: int = 1
-    # Paths student code must not see (solutions, results, Gradescope metadata).
-    hide: tuple[Path, ...] = ()
-    keep_jobs: bool = False
+# The server's messages are small (job started, job exited, ready); a longer line is dropped.
+MAX_MESSAGE_BYTES = 1 << 20
 
 
 class SandboxError(RuntimeError):
@@ -82,31 +61,6 @@ class PendingJob:
     job_dir: Path
     deadline: float
     started: float = field(default_factory=time.monotonic)
-
-
-def limits_from_environment(limits: Limits) -> Limits:
-    """`limits` with the per-test timeout from GRADER_TEST_TIMEOUT_S, when that is set."""
-    text = os.environ.get(TIMEOUT_OVERRIDE_ENV, "").strip()
-    if not text:
-        return limits
-    try:
-        timeout = float(text)
-    except ValueError:
-        timeout = -1.0
-    if not 0 < timeout <= 3600:
-        raise UsageError(
-            f"{TIMEOUT_OVERRIDE_ENV}={text!r}: give the per-test time limit in seconds (0-3600]."
-        )
-    return replace(limits, timeout_s=timeout)
-
-
-def protections_notice(sandbox: dict[str, Any]) -> str:
-    """One line naming the protections that were off for student code, or "" if none were."""
-    off = [PROTECTION_NAMES[name] for name in sandbox.get("off", ()) if name in PROTECTION_NAMES]
-    if not off:
-        return ""
-    reason = "the grader is not running as root" if os.geteuid() != 0 else "this kernel refused"
-    return f"note: student code ran without {'; '.join(off)} ({reason}; see docs/security.md)."
 
 
 def _scrubbed_environment(settings: SandboxSettings, home: Path) -> dict[str, str]:
@@ -328,7 +282,7 @@ class Sandbox:
         job_dir = self.workdir / "jobs" / f"{self._job_count:04d}"
         job_dir.mkdir()
         # Pickled, since it travels from this side to the student's (never the other way):
-        # loading it in the student process costs ~0.1 ms where torch.load costs ~1 ms.
+        # unpickling there is several times cheaper than torch.load.
         (job_dir / "input.pkl").write_bytes(pickle.dumps(kwargs, protocol=pickle.HIGHEST_PROTOCOL))
         home = job_dir / "home"  # the student's home only where no private /tmp is possible
         home.mkdir(mode=0o700)
@@ -514,11 +468,12 @@ class Sandbox:
 
 
 class _Lines:
-    """JSON messages, one per line, read from a descriptor with a timeout."""
+    """The server's JSON messages, one a line, read from a descriptor with a timeout."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.buffer = b""
+        self._reader = JsonLines(MAX_MESSAGE_BYTES)
+        self._ready: deque[dict[str, Any]] = deque()
         # The other side closed its end (it died): no message will ever come.
         self.closed = False
 
@@ -527,7 +482,7 @@ class _Lines:
         if self.fd < 0:
             return None
         deadline = time.monotonic() + timeout
-        while b"\n" not in self.buffer:
+        while not self._ready:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
@@ -541,9 +496,5 @@ class _Lines:
             if not chunk:
                 self.closed = True
                 return None
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        message = json.loads(line)
-        if not isinstance(message, dict):
-            return None
-        return message
+            self._ready.extend(self._reader.feed(chunk))
+        return self._ready.popleft()

@@ -37,7 +37,7 @@ submission, answered with `Forked`; on that socket, a `Job` answered with `Start
 `Exited`. protocol.py and confine.py are loaded by path: we run outside the package.
 What the server holds besides the `Config` is a `ServerState`.
 
-Why one file of ~1,450 lines: it is the script `python -I` runs, outside the package (so
+Why one file: it is the script `python -I` runs, outside the package (so
 that the student process inherits no grader code and nothing of the grader is importable
 from it), and every part of it runs in the zygote, a submission's server or the student
 process, in the order the module docstring gives. Its stdlib-only helpers that are not
@@ -502,8 +502,8 @@ def _leave_the_network() -> bool:
     """Move the server, and so every job it forks, into a network namespace of its own.
 
     Its only device is a loopback that is down: no address, no route, nothing to reach.
-    One namespace serves every job (~0.5 ms less per job than one each, most of it spent
-    by the kernel tearing namespaces down): an unprivileged user can leave nothing in it
+    One namespace serves every job (one each would have the kernel tear a namespace down
+    after every job): an unprivileged user can leave nothing in it
     that outlives its processes (sockets close with them; devices, addresses, routes and
     firewall rules need privileges it lacks). As root only, like `_server_view`.
     """
@@ -512,8 +512,8 @@ def _leave_the_network() -> bool:
 
 def _server_view(state: ServerState) -> dict[str, Any] | None:
     """Shape the server's own view once (read-only, covered, hidden; its work folder
-    writable), so that each job copies it and adds only its private parts (~1 ms less per
-    job than shaping the whole view each time). As root only: a user could get a mount
+    writable), so that each job copies it and adds only its private parts rather than
+    shaping the whole view each time. As root only: a user could get a mount
     namespace only inside a user namespace, which the server could not leave again.
     """
     if os.geteuid() != 0:
@@ -1173,7 +1173,7 @@ def _watch(
 
 
 def _import_probes(path: str, modules: dict[str, Any]) -> None:
-    """Import a probe file here, once, so that no job pays for compiling it (~7 ms each).
+    """Import a probe file here, once, so that no job pays for compiling it.
 
     Probe files are the course's own code (standard library and torch, no secrets). A forked
     student process gets its own copy of the module: what it does to it ends with the job.
@@ -1193,7 +1193,7 @@ def _import_probes(path: str, modules: dict[str, Any]) -> None:
 def _compile_student_file(
     path: str, compiled: dict[str, tuple[bytes, Any]], marker: str, crashed: frozenset[str]
 ) -> None:
-    """Compile a student file here, once per version of it, so no job compiles it (~1 ms).
+    """Compile a student file here, once per version of it, so no job compiles it.
 
     Compiling runs none of the student's code. The file's content decides: a batch worker
     puts each student's files at the same paths, so a path alone never means the same
@@ -1232,9 +1232,9 @@ def _freeze_heap() -> None:
 
     A garbage collection in a forked child would walk (and so copy, page by page) every
     object the server holds, torch's modules included: frozen objects are not walked. And
-    torch leaves ~200 MiB of private memory, ~55,000 pages whose entries fork copies and
-    exit frees one by one; as 2 MiB pages they are ~100 entries (Linux 6.1+, best effort:
-    a child that writes to one gets a private copy of only the 4 KiB it wrote).
+    torch leaves a large private heap whose page entries fork copies and exit frees one by
+    one; collapsed into 2 MiB pages they are a few hundred times fewer (Linux 6.1+, best
+    effort: a child that writes to one gets a private copy of only the 4 KiB it wrote).
     """
     gc.collect()
     gc.freeze()
@@ -1257,7 +1257,7 @@ def _warm_up(torch: Any) -> None:
     weight = torch.nn.Parameter(torch.ones(2))
     optimizer = torch.optim.SGD([weight], lr=0.1)
     (weight * 2).sum().backward()
-    optimizer.step()  # the first step imports torch._dynamo (~1 s, 800 modules)
+    optimizer.step()  # the first step imports torch._dynamo, hundreds of modules
     torch.optim.Adam([weight], lr=0.1).step()
     torch.nn.functional.mse_loss(torch.zeros(2), torch.ones(2))
     list(data.DataLoader(data.TensorDataset(torch.zeros(4, 1)), batch_size=2, shuffle=True))

@@ -727,6 +727,16 @@ _MATMUL_NAMES = {
 FAKE_MATMUL_SECONDS = 1e-3
 
 
+def _clock_attributes(owners, fakes):
+    """(owner, name, original clock) for every attribute of `owners` that is a clock in `fakes`."""
+    return [
+        (owner, name, value)
+        for owner in owners
+        for name, value in list(vars(owner).items())
+        if id(value) in fakes and fakes[id(value)][0] is value
+    ]
+
+
 def matmul_tflops_fake_clock(part, *, dtype, n, repeats):
     """Student side: matmul_tflops on the CPU with a clock that only moves when a matmul runs.
 
@@ -768,14 +778,7 @@ def matmul_tflops_fake_clock(part, *, dtype, n, repeats):
             fakes[id(original)] = (original, fake)
     fakes[id(timeit.default_timer)] = (timeit.default_timer, seconds)
 
-    def _is_clock(value):
-        return id(value) in fakes and fakes[id(value)][0] is value
-
-    patched = []  # (module, name, original)
-    for owner in (time, timeit, part):
-        for name, value in list(vars(owner).items()):
-            if _is_clock(value):
-                patched.append((owner, name, value))
+    patched = _clock_attributes((time, timeit, part), fakes)
     for owner, name, value in patched:
         setattr(owner, name, fakes[id(value)][1])
     try:

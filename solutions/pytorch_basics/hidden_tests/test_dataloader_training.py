@@ -9,6 +9,7 @@ import torch
 from grader.testing import (
     FLOAT_TYPE_NAMES,
     assert_losses_close,
+    assert_runs_on_gpu,
     assert_scalar_close,
     assert_tensor_close,
 )
@@ -211,3 +212,11 @@ def test_evaluate_eval_mode_no_grad(compare, seed, device):
     assert got["value_type"] in FLOAT_TYPE_NAMES, (
         f"evaluate returned a {got['value_type']}, expected a Python float (use .item())."
     )
+
+
+@pytest.mark.static_rule
+@pytest.mark.visibility("visible")
+@pytest.mark.points(0)
+def test_runs_on_a_gpu_too(student_source):
+    """dataloader_training.py: no numpy on tensors, which fails on a GPU (a warning, no points)"""
+    assert_runs_on_gpu(student_source, "dataloader_training.py")

@@ -7,7 +7,7 @@ import math
 import probes
 import pytest
 
-from grader.testing import FLOAT_TYPE_NAMES, assert_scalar_close
+from grader.testing import FLOAT_TYPE_NAMES, assert_runs_on_gpu, assert_scalar_close
 
 
 # pick_device takes no input, so no answer can depend on the hidden seed: the verdict is the
@@ -133,3 +133,11 @@ def test_matmul_tflops_synchronised_on_gpu(student, device):
         f"matmul_tflops(4096, 'cuda') returned {value:.4g} TFLOP/s, far below the "
         f"{low:.3g} TFLOP/s measured in the same process.\nHint: {TIMING_HINT}"
     )
+
+
+@pytest.mark.static_rule
+@pytest.mark.visibility("visible")
+@pytest.mark.points(0)
+def test_runs_on_a_gpu_too(student_source):
+    """device_benchmark.py: no numpy on tensors, which fails on a GPU (a warning, no points)"""
+    assert_runs_on_gpu(student_source, "device_benchmark.py")

@@ -1,0 +1,129 @@
+"""A student's source file checked as Python would read it, without running it.
+
+Decoded as Python decodes it (PEP 263 coding line, BOM, CRLF) and compiled, each file in a
+limited child (`grader.bounded`), because a hostile file can make the parser slow or
+hungry: a syntax error or an unusable file is then reported once, not once per test.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections.abc import Callable
+
+from grader.bounded import OUT_OF_MEMORY, TIMEOUT, Outcome, run_bounded
+
+# Wall-clock bound for decoding and compiling one source file in its limited child: real
+# files take milliseconds.
+SOURCE_CHECK_SECONDS = 10.0
+CHECK_MEMORY_BYTES = 1 << 30
+# PEP 263: a coding declaration on line 1 or 2 (group 1 is everything before the name).
+CODING_LINE = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)[-\w.]+")
+
+
+def check_sources(files: list[tuple[str, bytes]]) -> list[tuple[str | None, str]]:
+    """For each (name, bytes): the clean text (None if unusable) and its problem (or "")."""
+    outcomes = run_bounded(
+        [_source_task(name, data) for name, data in files],
+        seconds=SOURCE_CHECK_SECONDS,
+        memory_bytes=CHECK_MEMORY_BYTES,
+    )
+    return [
+        _source_outcome(name, outcome) for (name, _), outcome in zip(files, outcomes, strict=True)
+    ]
+
+
+def too_complex(what: str, outcome: Outcome, seconds: float) -> str:
+    if outcome.failure == TIMEOUT:
+        return (
+            f"{what} is too complex to check in {seconds:g} s; simplify it "
+            "(split very long expressions, f-strings or literals)."
+        )
+    if outcome.failure == OUT_OF_MEMORY:
+        return (
+            f"{what} needs more than {CHECK_MEMORY_BYTES >> 20} MiB of memory to check; "
+            "simplify it (split very long expressions, f-strings or literals)."
+        )
+    return f"{what} could not be checked (the checker stopped on it); simplify it."
+
+
+def _source_task(name: str, data: bytes) -> Callable[[], list[bool | str]]:
+    return lambda: list(inspect_source(name, data))
+
+
+def _source_outcome(name: str, outcome: Outcome) -> tuple[str | None, str]:
+    """The clean text (None if unusable) and the problem, from a bounded `inspect_source`."""
+    value = outcome.value
+    if outcome.failure or not (isinstance(value, list) and len(value) == 3):
+        return None, too_complex(name, outcome, SOURCE_CHECK_SECONDS)
+    usable, text, problem = value
+    return (str(text) if usable else None), str(problem)
+
+
+def inspect_source(name: str, data: bytes) -> tuple[bool, str, str]:
+    """Decode and compile one source: (usable as text, the clean text, its problem or "").
+
+    Pure and unbounded: run it through `grader.bounded.run_bounded`.
+    """
+    text, problem = _decode_source(name, data)
+    if problem:
+        return False, "", problem
+    return True, text, _syntax_problem(name, text)
+
+
+def _decode_source(name: str, data: bytes) -> tuple[str, str]:
+    """Source text, UTF-8 with BOM and CRLF normalised, or a message saying why it is unusable.
+
+    A PEP 263 coding line (`# -*- coding: latin-1 -*-`) is honoured, as Python would, and
+    rewritten to utf-8, because the clean copy is stored (and read back) as UTF-8.
+    """
+    if b"\0" in data:
+        return "", f"{name} is not a text file (it contains NUL bytes); submit the .py source."
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        if "unknown encoding" in str(error.msg):
+            return "", f"{name}: {error.msg}; save the file as UTF-8 in your editor."
+        encoding = "utf-8"  # no usable coding line: Python reads UTF-8, so do we
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as error:
+        declared = "" if encoding.startswith("utf-8") else f" (its coding line says {encoding})"
+        return "", (
+            f"{name} is not valid {encoding.upper()}{declared} at byte {error.start}; save it "
+            "as UTF-8 in your editor."
+        )
+    except LookupError:  # a binary codec such as hex or zlib: Python refuses it too
+        return "", (
+            f"{name}: its coding line names {encoding!r}, which is not a text encoding; "
+            "remove that line and save the file as UTF-8 in your editor."
+        )
+    except (UnicodeError, ValueError, TypeError) as error:
+        return "", (
+            f"{name} cannot be decoded as {encoding} ({type(error).__name__}); remove its "
+            "coding line and save it as UTF-8 in your editor."
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return "", (
+            f"{name} decodes to characters that are not valid Unicode (at character "
+            f"{error.start}); save it as UTF-8 in your editor."
+        )
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n", 2)
+    for index in range(min(2, len(lines))):
+        lines[index] = CODING_LINE.sub(r"\g<1>utf-8", lines[index], count=1)
+    return "\n".join(lines), ""
+
+
+def _syntax_problem(name: str, text: str) -> str:
+    """Compile without running: a syntax error is reported once, not once per test."""
+    try:
+        compile(text, name, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return f"{name} has a syntax error on line {error.lineno}: {error.msg}."
+    except (ValueError, MemoryError, RecursionError) as error:
+        return f"{name} cannot be compiled: {type(error).__name__}."
+    return ""

@@ -1,0 +1,27 @@
+"""What the public run (`check`) and the hidden run (`grade`) decide the same way.
+
+A student reads the same test name and the same reason for a skipped test whichever
+command they see it in, so both pytest plugins take them from here.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+# After this many timeouts in one part, its remaining tests are not run (each would time out).
+TIMEOUTS_PER_PART = 2
+TIMEOUTS_PER_PART_MESSAGE = (
+    f"Not run: {TIMEOUTS_PER_PART} earlier tests of this part ran out of time. Fix the slow or "
+    "endless code first."
+)
+
+
+def display_name(item: pytest.Item) -> str:
+    """The docstring's first line (what students read), plus the parameter id."""
+    function = getattr(item, "function", None)
+    doc = inspect.getdoc(function) if function else None
+    title = doc.splitlines()[0].strip() if doc else item.name.split("[")[0]
+    callspec = getattr(item, "callspec", None)
+    return f"{title} [{callspec.id}]" if callspec else title
