@@ -3,7 +3,8 @@
 It provides the fixtures hidden tests use (`compare`, `student`, `reference`, `seed`,
 `device`, `student_source`; see docs/writing-hidden-tests.md), checks the markers at
 collection, and records one `TestResult` per test. Student code only ever runs through
-`GradingSession`, in the sandbox; the reference runs here, concurrently with it.
+`GradingSession`, in the sandbox; the reference runs here, concurrently with it. A test that
+reads student source runs in a limited child of this process (`GradingSession.run_source_test`).
 """
 
 from __future__ import annotations
@@ -152,19 +153,18 @@ class GradingSession:
             seconds=SOURCE_TEST_SECONDS,
             memory_bytes=CHECK_MEMORY_BYTES,
         )[0]
-        verdict = outcome.value
-        if outcome.failure or not (isinstance(verdict, dict) and len(verdict) <= 1):
+        if outcome.failure or not isinstance(outcome.value, dict):
             message = too_complex(part.file, outcome, SOURCE_TEST_SECONDS)
             self._too_complex[part.id] = message
             raise StudentFailure("error", message)
-        for kind, text in verdict.items():
-            if kind == "failed":
-                raise AssertionError(str(text))
-            if kind == "fail":
-                pytest.fail(str(text), pytrace=False)
-            if kind == "skipped":
-                pytest.skip(str(text))
-            raise RuntimeError(f"the test raised, in its bounded child:\n{text}")
+        if "failed" in outcome.value:
+            raise AssertionError(outcome.value["failed"])
+        if "fail" in outcome.value:
+            pytest.fail(outcome.value["fail"], pytrace=False)
+        if "skipped" in outcome.value:
+            pytest.skip(outcome.value["skipped"])
+        if "error" in outcome.value:
+            raise RuntimeError(f"the test raised, in its bounded child:\n{outcome.value['error']}")
 
     def start(self, part: Part, probe: Probe, kwargs: dict[str, Any]) -> PendingJob:
         self._refuse_if_unrunnable(part)
