@@ -3,7 +3,8 @@
 It provides the fixtures hidden tests use (`compare`, `student`, `reference`, `seed`,
 `device`, `student_source`; see docs/writing-hidden-tests.md), checks the markers at
 collection, and records one `TestResult` per test. Student code only ever runs through
-`GradingSession`, in the sandbox; the reference runs here, concurrently with it.
+`GradingSession`, in the sandbox; the reference runs here, concurrently with it. A test that
+reads student source runs in a limited child of this process (`GradingSession.run_source_test`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import contextlib
 import importlib.util
 import inspect
 import sys
+import traceback
 import types
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ from typing import Any
 import pytest
 
 from grader.assignment import Assignment, Part
+from grader.bounded import run_bounded
 from grader.hints import error_hint, failing_functions, takes_device_argument
 from grader.mistakes import (
     WRONG_ANSWER,
@@ -33,6 +36,7 @@ from grader.results import Outcome, TestResult
 from grader.sandbox.client import PendingJob, Sandbox
 from grader.sandbox.feedback import StudentFailure
 from grader.seeds import hidden_seed
+from grader.source_check import CHECK_MEMORY_BYTES, too_complex
 from grader.submission import PreparedSubmission
 from grader.suites import TIMEOUTS_PER_PART, TIMEOUTS_PER_PART_MESSAGE, display_name
 
@@ -57,6 +61,13 @@ STUDENT_DATA_KEY = pytest.StashKey[bool]()
 # only once a gate-opening test (see `opens_gate`) passes in the same part. Markers can only
 # add gating: whether a test opens the gate is decided from how it ran.
 GATED_MARKERS = ("static_rule", "self_reported")
+# Wall-clock bound for one test that reads a student's source (a static rule), which runs in
+# a limited child: `ast` work on student text holds the GIL and allocates as it likes, and
+# real rules take milliseconds on real files.
+SOURCE_TEST_SECONDS = 5.0
+# Fixtures that run the student's code: they talk to the sandbox, which a test running in a
+# child cannot, so a test that reads `student_source` may not use them.
+STUDENT_RUNNING_FIXTURES = ("compare", "student")
 # How deep `compare`'s arguments are searched for the seed (lists of configs, dicts of them).
 SEED_SEARCH_DEPTH = 4
 UNCHECKABLE_RESULT_MESSAGE = (
@@ -86,6 +97,9 @@ class GradingSession:
     _references: dict[str, types.ModuleType] = field(default_factory=dict)
     _broken: dict[str, StudentFailure] = field(default_factory=dict)
     _timeouts: dict[str, int] = field(default_factory=dict)
+    # Parts whose source a test could not analyse within its bounds, with the message: the
+    # part's other source tests would only spend the same bound again.
+    _too_complex: dict[str, str] = field(default_factory=dict)
 
     def reference(self, part: Part) -> types.ModuleType:
         """The reference module of `part`, imported once, under a name no student file can take."""
@@ -120,7 +134,37 @@ class GradingSession:
 
     def source(self, part: Part) -> str:
         self._refuse_if_unrunnable(part)
+        if part.id in self._too_complex:
+            raise StudentFailure(
+                "error",
+                f"{self._too_complex[part.id]} (Same problem as in an earlier test of this "
+                "part, so this test was not run.)",
+            )
         return self.submission.files[part.file].read_text(encoding="utf-8")
+
+    def run_source_test(self, part: Part, test: Callable[[], None]) -> None:
+        """Run a test that reads `part`'s source in a limited child; re-raise its verdict here.
+
+        Every analysis of student text a hidden test makes (the rules of grader/rules.py, or
+        an author's own `ast` walk) goes through here, so none can hold the grading process.
+        """
+        outcome = run_bounded(
+            [lambda: _source_test_verdict(test)],
+            seconds=SOURCE_TEST_SECONDS,
+            memory_bytes=CHECK_MEMORY_BYTES,
+        )[0]
+        if outcome.failure or not isinstance(outcome.value, dict):
+            message = too_complex(part.file, outcome, SOURCE_TEST_SECONDS)
+            self._too_complex[part.id] = message
+            raise StudentFailure("error", message)
+        if "failed" in outcome.value:
+            raise AssertionError(outcome.value["failed"])
+        if "fail" in outcome.value:
+            pytest.fail(outcome.value["fail"], pytrace=False)
+        if "skipped" in outcome.value:
+            pytest.skip(outcome.value["skipped"])
+        if "error" in outcome.value:
+            raise RuntimeError(f"the test raised, in its bounded child:\n{outcome.value['error']}")
 
     def start(self, part: Part, probe: Probe, kwargs: dict[str, Any]) -> PendingJob:
         self._refuse_if_unrunnable(part)
@@ -158,6 +202,23 @@ class GradingSession:
             )
         if self._timeouts.get(part.id, 0) >= TIMEOUTS_PER_PART:
             raise StudentFailure("timeout", TIMEOUTS_PER_PART_MESSAGE)
+
+
+def _source_test_verdict(test: Callable[[], None]) -> dict[str, str]:
+    """What `test` ended with, as JSON: {} (passed), or its failure, skip or error's text."""
+    try:
+        test()
+    except (MemoryError, RecursionError):
+        raise  # the bounded child reports these as a source too complex to check
+    except AssertionError as error:
+        return {"failed": str(error)}
+    except pytest.fail.Exception as error:
+        return {"fail": str(error.msg)}
+    except pytest.skip.Exception as error:
+        return {"skipped": str(error.msg)}
+    except Exception:
+        return {"error": traceback.format_exc()}
+    return {}
 
 
 def _probe_location(probe: Probe) -> tuple[Path, str]:
@@ -241,6 +302,13 @@ class GraderPlugin:
             marker = item.get_closest_marker("points")
             if marker is None or not marker.args or not isinstance(marker.args[0], int | float):
                 self.collection_errors.append(f"{item.nodeid}: needs @pytest.mark.points(n)")
+            fixtures = getattr(item, "fixturenames", ())
+            running = [name for name in STUDENT_RUNNING_FIXTURES if name in fixtures]
+            if "student_source" in fixtures and running:
+                self.collection_errors.append(
+                    f"{item.nodeid}: reads student_source, so it runs in a bounded child "
+                    f"that cannot reach the sandbox: move {', '.join(running)} to another test"
+                )
             if item.get_closest_marker("cuda_only") and self.session.device != "cuda":
                 item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; graded on CPU"))
         if self.collection_errors:
@@ -307,6 +375,19 @@ class GraderPlugin:
             return probe(session.reference(part), **kwargs)
 
         return run
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
+        """Run a test that reads student source bounded (`GradingSession.run_source_test`)."""
+        if "student_source" not in pyfuncitem.fixturenames or PART_KEY not in pyfuncitem.stash:
+            return None
+        function = pyfuncitem.obj
+        parameters = inspect.signature(function).parameters
+        arguments = {
+            name: value for name, value in pyfuncitem.funcargs.items() if name in parameters
+        }
+        self.session.run_source_test(pyfuncitem.stash[PART_KEY], lambda: function(**arguments))
+        return True
 
     # -- reporting --------------------------------------------------------------------------
 

@@ -8,6 +8,9 @@ namespaces read as dicts (`__dict__`, `vars`, `globals`), code built from string
 the Python functions a run-time check can watch (`torch._C`, `torch.ops`,
 `torch._VariableFunctions`). Such a rule still cannot be complete (Python can always build a
 name some other way), so hidden tests give it a low weight and pair it with a run-time check.
+
+Nothing here bounds its own work: the plugin runs every hidden test that reads student source
+in a limited child (`GradingSession.run_source_test` in grader/plugin.py).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from grader import plugin
 from grader.assignment import Assignment, parse_manifest
 from grader.hints import error_hint
 from grader.lying import HONEST, run_against
@@ -580,3 +581,145 @@ def test_a_hidden_test_without_points_is_refused_at_collection(pytester: pytest.
     assert run.records == []
     assert not run.sandbox.jobs
     assert run.outcomes.ret == pytest.ExitCode.USAGE_ERROR
+
+
+# -- tests that read student source run in a bounded child ------------------------------------
+
+TOY_SOURCE_TESTS = """
+import ast
+
+import pytest
+
+
+@pytest.mark.static_rule
+@pytest.mark.points(1)
+def test_source_obeys(student_source):
+    '''obeys'''
+    assert "double" in student_source
+
+
+@pytest.mark.static_rule
+@pytest.mark.points(1)
+def test_source_breaks_rule(student_source):
+    '''breaks the rule'''
+    found = [node.id for node in ast.walk(ast.parse(student_source)) if isinstance(node, ast.Name)]
+    assert not found, "uses names: " + ", ".join(found)
+
+
+@pytest.mark.static_rule
+@pytest.mark.points(1)
+def test_source_fails_explicitly(student_source):
+    '''fails explicitly'''
+    pytest.fail("said so")
+
+
+@pytest.mark.static_rule
+@pytest.mark.points(1)
+def test_source_skips(student_source):
+    '''skips'''
+    pytest.skip("not today")
+
+
+@pytest.mark.static_rule
+@pytest.mark.points(1)
+def test_source_author_bug(student_source):
+    '''author bug'''
+    {}["missing"]
+"""
+TOY_ENDLESS_SOURCE_TESTS = """
+import pytest
+
+
+@pytest.mark.static_rule
+@pytest.mark.points(1)
+def test_endless(student_source):
+    '''endless'''
+    while True:
+        pass
+
+
+@pytest.mark.static_rule
+@pytest.mark.points(1)
+def test_after_endless(student_source):
+    '''after endless'''
+    assert student_source
+"""
+TOY_HUNGRY_SOURCE_TESTS = """
+import pytest
+
+
+@pytest.mark.static_rule
+@pytest.mark.points(1)
+def test_hungry(student_source):
+    '''hungry'''
+    hoard = [student_source * 1000 for _ in range(1 << 20)]
+    assert hoard
+"""
+TOY_MIXED_TESTS = """
+import pytest
+
+import {probes} as probes
+
+
+@pytest.mark.points(1)
+def test_source_and_compare(student_source, compare, seed):
+    '''mixed'''
+    compare(probes.doubled, seed=seed)
+"""
+
+
+def test_source_tests_report_their_verdicts_from_the_bounded_child(tmp_path: Path) -> None:
+    assignment = toy_course(tmp_path, {"rules": TOY_SOURCE_TESTS})
+    records, broken = run_against(assignment, HONEST, device="cpu", grading_seed=7)
+    assert not broken
+    by_name = {t.name: t for t in records}
+    assert {name: t.outcome for name, t in by_name.items()} == {
+        "obeys": "passed",
+        "breaks the rule": "failed",
+        "fails explicitly": "error",
+        "skips": "skipped",
+        "author bug": "error",
+    }
+    assert by_name["breaks the rule"].message == "uses names: x"
+    assert "said so" in by_name["fails explicitly"].detail
+    assert "not today" in by_name["skips"].message
+    assert "KeyError: 'missing'" in by_name["author bug"].detail
+
+
+def test_a_source_test_past_its_time_bound_costs_only_its_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plugin, "SOURCE_TEST_SECONDS", 0.5)
+    assignment = toy_course(tmp_path, {"endless": TOY_ENDLESS_SOURCE_TESTS, "toy": TOY_TESTS})
+    records, broken = run_against(assignment, HONEST, device="cpu", grading_seed=7)
+    assert not broken
+    by_name = {t.name: t for t in records}
+    endless_part = by_name["endless"].part
+    assert by_name["endless"].outcome == "error"
+    assert by_name["endless"].message == (
+        f"{endless_part}.py is too complex to check in 0.5 s; simplify it (split very long "
+        "expressions, f-strings or literals)."
+    )
+    after = by_name["after endless"]
+    assert after.outcome == "error"
+    assert after.message.startswith(by_name["endless"].message)
+    assert "not run" in after.message
+    assert all(t.outcome == "passed" for t in records if t.part != endless_part)
+
+
+def test_a_source_test_past_its_memory_bound_fails_with_a_student_sentence(
+    tmp_path: Path,
+) -> None:
+    assignment = toy_course(tmp_path, {"hungry": TOY_HUNGRY_SOURCE_TESTS})
+    records, broken = run_against(assignment, HONEST, device="cpu", grading_seed=7)
+    assert not broken
+    (record,) = records
+    assert record.outcome == "error"
+    assert "needs more than 1024 MiB of memory to check" in record.message
+
+
+def test_a_test_may_not_both_read_source_and_run_student_code(tmp_path: Path) -> None:
+    assignment = toy_course(tmp_path, {"mixed": TOY_MIXED_TESTS})
+    _, broken = run_against(assignment, HONEST, device="cpu", grading_seed=7)
+    assert "reads student_source" in broken
+    assert "move compare to another test" in broken

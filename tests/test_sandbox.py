@@ -32,7 +32,7 @@ from grader.sandbox.settings import (
     limits_from_environment,
     protections_notice,
 )
-from grader.sandbox.wire import decode_result
+from grader.sandbox.wire import MAX_RESULT_VALUES, decode_result
 
 SERVER = Path(__file__).resolve().parent.parent / "grader" / "sandbox" / "server.py"
 
@@ -178,6 +178,20 @@ def test_results_that_are_not_in_the_format_or_too_big_are_refused(tmp_path: Pat
     big = _encoded(torch.zeros(1024), tmp_path / "big.bin")
     with pytest.raises(ValueError, match="cap"):
         decode_result(big, max_bytes=1024)
+
+
+def test_results_with_more_values_than_the_cap_are_refused_before_parsing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at_cap = [0] * (MAX_RESULT_VALUES - 10)
+    assert decode_result(_encoded(at_cap, tmp_path / "at-cap.bin")) == at_cap
+    many_dicts = {"version": 1, "value": {"list": [{"dict": {}}] * MAX_RESULT_VALUES}}
+    path = _forged(many_dicts, tmp_path / "many.bin")
+    parsed: list[bytes] = []
+    monkeypatch.setattr(json, "loads", parsed.append)  # the module wire parses with
+    with pytest.raises(ValueError, match=f"more than {MAX_RESULT_VALUES:,} values"):
+        decode_result(path)
+    assert parsed == []
 
 
 def test_output_capture_keeps_a_bounded_head_and_tail(tmp_path: Path) -> None:

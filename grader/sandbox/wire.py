@@ -18,6 +18,11 @@ MAX_RESULT_BYTES = 256 * 1024 * 1024
 # Bounds on the result's wire format (written by server.py's `_encode_result`).
 MAX_RESULT_HEADER_BYTES = 16 * 1024 * 1024
 MAX_RESULT_DEPTH = 64
+# Bound on the header's commas and opening brackets, which bound its JSON values (every value
+# but the first of a list or dict follows a comma): decoding, rebuilding and fingerprinting
+# cost per value, so a header of tiny dicts within the byte cap would cost seconds and
+# hundreds of MB. Probes return far fewer (their tensors travel as raw bytes, not values).
+MAX_RESULT_VALUES = 100_000
 MAX_TENSOR_DIMS = 16
 
 
@@ -38,13 +43,29 @@ def decode_result(path: Path, *, max_bytes: int = MAX_RESULT_BYTES) -> Any:
     header_size = int.from_bytes(data[:4], "little")
     if len(data) < 4 or header_size > min(len(data) - 4, MAX_RESULT_HEADER_BYTES):
         raise ValueError("the result is not in the sandbox's format")
+    header_bytes = data[4 : 4 + header_size]
+    if _value_bound(header_bytes) > MAX_RESULT_VALUES:
+        raise ValueError(
+            f"the result holds more than {MAX_RESULT_VALUES:,} values (numbers, strings, "
+            "lists, dicts); return only what the function's contract asks for"
+        )
     try:
-        header = json.loads(data[4 : 4 + header_size])
+        header = json.loads(header_bytes)
     except (ValueError, RecursionError) as error:
         raise ValueError(f"the result's header is not JSON: {short_message(error)}") from None
     if type(header) is not dict or header.get("version") != WIRE_VERSION or "value" not in header:
         raise ValueError("the result's header is not in the sandbox's format")
     return _decode_value(header["value"], _Blob(memoryview(data)[4 + header_size :]), depth=0)
+
+
+def _value_bound(header: bytes) -> int:
+    """An upper bound on the JSON values in `header`, counted in linear time before parsing.
+
+    Each value but the first of a container follows a comma, and each container opens with a
+    bracket, so commas plus opening brackets bound the values (brackets and commas inside
+    strings only raise the bound).
+    """
+    return header.count(b",") + header.count(b"[") + header.count(b"{")
 
 
 class _Blob:
