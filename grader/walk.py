@@ -8,6 +8,7 @@ a chain of a thousand nested folders is as cheap as a flat one.
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,11 +40,11 @@ class Walked:
 def walk_submission(root: Path) -> Walked:
     """Every file under `root` outside junk and hidden folders, shallow folders first."""
     files: list[Path] = []
-    pending = [(root, 0)]
+    pending = deque([(root, 0)])
     entries = 0
     too_deep = False
     while pending:
-        folder, depth = pending.pop(0)
+        folder, depth = pending.popleft()
         try:
             with os.scandir(folder) as scan:
                 children = sorted(scan, key=lambda entry: entry.name)
