@@ -22,8 +22,6 @@ docs/authoring.md explains every file.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from grader.errors import ConfigError, UsageError
@@ -405,7 +403,7 @@ def scaffold_files(name: str, title: str) -> dict[str, str]:
 
 def scaffold_assignment(root: Path, name: str, *, title: str | None = None) -> list[Path]:
     """Write a new assignment `name` under the course `root`; return the files created."""
-    from grader.validate import regenerate_fixtures
+    from grader.validate import FIXTURE_SCRIPT_TIMEOUT_S, run_course_script
 
     if not NAME_PATTERN.fullmatch(name):
         raise UsageError(
@@ -425,24 +423,16 @@ def scaffold_assignment(root: Path, name: str, *, title: str | None = None) -> l
         path.write_text(text, encoding="utf-8")
         created.append(path)
     fixtures = root / "assignments" / name / "public_fixtures"
-    regenerate_fixtures(root / "solutions" / name / "make_public_fixtures.py", fixtures)
-    created.extend(sorted(fixtures.iterdir()))
-    created.append(_build_notebook(root / "assignments" / name))
-    return created
-
-
-def _build_notebook(assignment_dir: Path) -> Path:
-    """Run the new build_notebook.py, so the notebook is exactly what its source builds."""
-    notebook = assignment_dir / "walkthrough.ipynb"
-    process = subprocess.run(
-        [sys.executable, str(assignment_dir / "build_notebook.py"), "--out", str(notebook)],
-        capture_output=True,
-        text=True,
-        timeout=NOTEBOOK_BUILD_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-        check=False,
+    run_course_script(
+        root / "solutions" / name / "make_public_fixtures.py",
+        fixtures,
+        timeout_s=FIXTURE_SCRIPT_TIMEOUT_S,
     )
-    if process.returncode != 0:
-        tail = (process.stderr or process.stdout).strip().splitlines()[-1:]
-        raise ConfigError(f"build_notebook.py failed (exit code {process.returncode}): {tail}")
-    return notebook
+    created.extend(sorted(fixtures.iterdir()))
+    # The notebook is built by its own build_notebook.py, exactly as a course rebuilds it.
+    notebook = root / "assignments" / name / "walkthrough.ipynb"
+    run_course_script(
+        notebook.with_name("build_notebook.py"), notebook, timeout_s=NOTEBOOK_BUILD_TIMEOUT_S
+    )
+    created.append(notebook)
+    return created

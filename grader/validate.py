@@ -273,14 +273,20 @@ def fixture_problems(assignment: Assignment) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="grader-fixtures-") as temporary:
         out = Path(temporary) / FIXTURES_FOLDER
         try:
-            regenerate_fixtures(script, out)
-        except (OSError, subprocess.SubprocessError, ConfigError) as error:
+            run_course_script(script, out, timeout_s=FIXTURE_SCRIPT_TIMEOUT_S)
+        except ConfigError as error:
+            return [str(error)]
+        except (OSError, subprocess.SubprocessError) as error:
             return [f"{script.name} failed: {error}"]
         return compare_fixture_folders(out, committed_dir)
 
 
-def regenerate_fixtures(script: Path, out: Path) -> None:
-    """Run the assignment's fixture script into `out`, in a fresh interpreter."""
+def run_course_script(script: Path, out: Path, *, timeout_s: float) -> None:
+    """Run one of the course's own build scripts (`script --out out`) in a fresh interpreter.
+
+    The public fixtures and the walkthrough notebook are made this way, so that what is
+    committed is exactly what the script writes.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     process = subprocess.run(
@@ -289,13 +295,15 @@ def regenerate_fixtures(script: Path, out: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=FIXTURE_SCRIPT_TIMEOUT_S,
+        timeout=timeout_s,
         stdin=subprocess.DEVNULL,
         check=False,
     )
     if process.returncode != 0:
         tail = (process.stderr or process.stdout).strip().splitlines()[-1:]
-        raise ConfigError(f"exit code {process.returncode}: {' '.join(tail)}")
+        raise ConfigError(
+            f"{script.name} failed (exit code {process.returncode}): {' '.join(tail)}"
+        )
 
 
 def compare_fixture_folders(regenerated: Path, committed: Path) -> list[str]:

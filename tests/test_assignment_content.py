@@ -23,7 +23,12 @@ import pytest
 import torch
 
 from grader.assignment import load_assignment
-from grader.validate import compare_fixture_folders, fixture_difference, regenerate_fixtures
+from grader.validate import (
+    FIXTURE_SCRIPT_TIMEOUT_S,
+    compare_fixture_folders,
+    fixture_difference,
+    run_course_script,
+)
 
 COURSE_ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT_DIR = COURSE_ROOT / "assignments" / "pytorch_basics"
@@ -137,7 +142,9 @@ def test_every_public_test_has_points_and_a_one_line_docstring() -> None:
 def test_regenerated_fixtures_match_within_tolerance(tmp_path: Path) -> None:
     """Within the grader's tolerances, not byte for byte: CPUs differ in the last bit."""
     out = tmp_path / "fixtures"
-    regenerate_fixtures(SOLUTIONS_DIR / "make_public_fixtures.py", out)
+    run_course_script(
+        SOLUTIONS_DIR / "make_public_fixtures.py", out, timeout_s=FIXTURE_SCRIPT_TIMEOUT_S
+    )
     assert compare_fixture_folders(out, FIXTURES_DIR) == []
     assert sum(path.stat().st_size for path in FIXTURES_DIR.iterdir()) < MAX_FIXTURE_BYTES
 
