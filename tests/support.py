@@ -7,6 +7,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,8 +33,22 @@ def run_grader_cli(
     *args: str | Path, cwd: Path = COURSE_ROOT, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
     """Run `python -m grader ...` as a user would, from `cwd`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    env["PYTHONPATH"] = str(COURSE_ROOT)
+    return _python_m_grader(args, cwd, timeout, pythonpath=COURSE_ROOT)
+
+
+def _python_m_grader(
+    args: tuple[str | Path, ...],
+    cwd: Path,
+    timeout: float,
+    *,
+    pythonpath: Path | None,
+    extra_env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`python -m grader ARGS` with pytest's variables and PYTHONPATH taken from the environment."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST") and k != "PYTHONPATH"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    env.update(extra_env or {})
     return subprocess.run(
         [sys.executable, "-m", "grader", *map(str, args)],
         cwd=cwd,
@@ -63,11 +80,43 @@ def grade_to_report(
 
 
 @dataclass(frozen=True)
+class Graded:
+    """One corpus entry: the `batch` process that graded it, and its report."""
+
+    process: subprocess.CompletedProcess[str]
+    report: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class GradedClass:
     """One `batch` run over a folder of submissions: the process and each entry's report."""
 
     process: subprocess.CompletedProcess[str]
     reports: dict[str, dict[str, Any]]
+
+    def entry(self, name: str) -> Graded:
+        assert name in self.reports, self.process.stderr[-3000:]
+        return Graded(self.process, self.reports[name])
+
+
+# One more batch worker than cores: a case that waits for its time limit leaves a core idle.
+CORPUS_WORKERS = (os.cpu_count() or 2) + 1
+
+
+@contextmanager
+def corpus_graded_in_background(
+    entries: Iterable[str], assemble: Callable[[str, Path], object], work: Path, assignment: str
+) -> Iterator[Future[GradedClass]]:
+    """Assemble each entry under `work`/class, then grade them all by one `batch` run in a
+    background thread (on CPU, which the corpora's expectations describe)."""
+    for name in entries:
+        assemble(name, work / "class" / name)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch") as pool:
+        future = pool.submit(
+            batch_grade, work / "class", assignment, work / "out", workers=CORPUS_WORKERS
+        )
+        yield future
+        future.cancel()
 
 
 def batch_grade(submissions: Path, assignment: str, out: Path, *, workers: int) -> GradedClass:
@@ -128,19 +177,8 @@ def run_kit_cli(
     *args: str | Path, cwd: Path, pythonpath: Path | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     """Run `python -m grader ...` in a starter kit as a student would: no PYTHONPATH to the repo."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST") and k != "PYTHONPATH"}
-    if pythonpath is not None:
-        env["PYTHONPATH"] = str(pythonpath)
-    env["COLUMNS"] = "100"  # rich wraps at the terminal width; keep lines comparable
-    return subprocess.run(
-        [sys.executable, "-m", "grader", *map(str, args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+    # rich wraps at the terminal width; a fixed one keeps lines comparable.
+    return _python_m_grader(args, cwd, timeout, pythonpath=pythonpath, extra_env={"COLUMNS": "100"})
 
 
 def notebook_with_part_code(notebook: Path, codes: dict[str, str], out: Path) -> Path:

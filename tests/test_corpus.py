@@ -24,13 +24,11 @@ class: warm workers, one seed); each test then reads its own report.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,9 +42,10 @@ from tests.support import (
     ASSIGNMENT_DIR,
     REFERENCE_AND_STUBS,
     SOLUTIONS_DIR,
+    Graded,
     GradedClass,
-    batch_grade,
     corpus_entries_needed,
+    corpus_graded_in_background,
 )
 
 if sys.version_info >= (3, 11):
@@ -66,8 +65,6 @@ MIN_CASES = 25
 SCORE_TOLERANCE = 1e-4
 OUTCOMES = {"passed", "failed", "error", "timeout", "skipped"}
 EXPECTATION_KEYS = {"description", "missing", "known_gap", "scores", "outcomes", "feedback"}
-# One more grading process than cores: a case that waits for its time limit leaves a core idle.
-WORKERS = (os.cpu_count() or 2) + 1
 
 
 @dataclass(frozen=True)
@@ -79,12 +76,6 @@ class Expectation:
     known_gap: str = ""
     outcomes: dict[str, tuple[str, ...]] | None = None
     feedback: dict[str, tuple[str, ...]] | None = None
-
-
-@dataclass(frozen=True)
-class Graded:
-    process: subprocess.CompletedProcess[str]
-    report: dict[str, Any]
 
 
 def _part_table(data: dict[str, Any], key: str, where: Path) -> dict[str, Any]:
@@ -187,21 +178,10 @@ def graded_class(
 
     The expectations describe CPU grading (GPU-only tests are skipped there).
     """
+    entries = corpus_entries_needed(request.session.items, __name__)
     work = tmp_path_factory.mktemp("corpus")
-    for name in corpus_entries_needed(request.session.items, __name__):
-        _assemble(name, work / "class" / name)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch") as pool:
-        future = pool.submit(
-            batch_grade, work / "class", ASSIGNMENT.id, work / "out", workers=WORKERS
-        )
+    with corpus_graded_in_background(entries, _assemble, work, ASSIGNMENT.id) as future:
         yield future
-        future.cancel()
-
-
-def _graded(graded_class: Future[GradedClass], name: str) -> Graded:
-    graded = graded_class.result()
-    assert name in graded.reports, graded.process.stderr[-3000:]
-    return Graded(graded.process, graded.reports[name])
 
 
 def _check_consistent(graded: Graded) -> None:
@@ -235,7 +215,7 @@ def _within(score: float, low: float, high: float) -> bool:
 def test_case_scores(case: str, graded_class: Future[GradedClass]) -> None:
     """The case scores what expected.toml says in every part, and nothing else is affected."""
     expectation = load_expectation(SUBMISSIONS_DIR / case)
-    graded = _graded(graded_class, case)
+    graded = graded_class.result().entry(case)
     _check_consistent(graded)
     report = graded.report
     wrong = {
@@ -268,7 +248,7 @@ def test_case_scores(case: str, graded_class: Future[GradedClass]) -> None:
 
 @pytest.mark.slow
 def test_reference_scores_full_marks(graded_class: Future[GradedClass]) -> None:
-    graded = _graded(graded_class, REFERENCE)
+    graded = graded_class.result().entry(REFERENCE)
     _check_consistent(graded)
     report = graded.report
     # Exactly: a student must see 100 / 100, not 99.999999.
@@ -280,7 +260,7 @@ def test_reference_scores_full_marks(graded_class: Future[GradedClass]) -> None:
 
 @pytest.mark.slow
 def test_stubs_score_zero_everywhere(graded_class: Future[GradedClass]) -> None:
-    graded = _graded(graded_class, STUBS)
+    graded = graded_class.result().entry(STUBS)
     _check_consistent(graded)
     report = graded.report
     assert report["score"] == 0

@@ -20,14 +20,12 @@ Each corpus folder holds only the files that differ from the reference, plus
 from __future__ import annotations
 
 import ast
-import os
 import re
 import shutil
-import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,9 +40,10 @@ from grader.scoring import GATED_NOTE
 from tests.support import (
     COURSE_ROOT,
     REFERENCE_AND_STUBS,
+    Graded,
     GradedClass,
-    batch_grade,
     corpus_entries_needed,
+    corpus_graded_in_background,
     run_grader_cli,
 )
 from tests.test_assignment_content import (
@@ -72,8 +71,6 @@ REFERENCE, STUBS = REFERENCE_AND_STUBS.values()
 SCORE_TOLERANCE = 1e-4
 EXPECTATION_KEYS = {"description", "scores", "feedback"}
 MAX_FIXTURE_BYTES = 100_000
-# One more batch worker than cores: grading waits on the sandbox part of the time.
-WORKERS = (os.cpu_count() or 2) + 1
 
 
 # -- the corpus ----------------------------------------------------------------------------
@@ -127,33 +124,16 @@ def assemble(name: str, dest: Path) -> Path:
     return dest
 
 
-@dataclass(frozen=True)
-class Graded:
-    process: subprocess.CompletedProcess[str]
-    report: dict[str, Any]
-
-
 @pytest.fixture(scope="session")
 def graphs_class(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Future[GradedClass]]:
     """Every submission the selected tests need, graded by one `batch` run in the background
     (on CPU, which the expectations describe)."""
+    entries = corpus_entries_needed(request.session.items, __name__)
     work = tmp_path_factory.mktemp("graphs-corpus")
-    for name in corpus_entries_needed(request.session.items, __name__):
-        assemble(name, work / "class" / name)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch") as pool:
-        future = pool.submit(
-            batch_grade, work / "class", ASSIGNMENT_ID, work / "out", workers=WORKERS
-        )
+    with corpus_graded_in_background(entries, assemble, work, ASSIGNMENT_ID) as future:
         yield future
-        future.cancel()
-
-
-def _graded(graphs_class: Future[GradedClass], name: str) -> Graded:
-    graded = graphs_class.result()
-    assert name in graded.reports, graded.process.stderr[-3000:]
-    return Graded(graded.process, graded.reports[name])
 
 
 def _check_consistent(graded: Graded) -> None:
@@ -181,7 +161,7 @@ def _part_report(report: dict[str, Any], part: str) -> str:
 def test_case_scores(case: str, graphs_class: Future[GradedClass]) -> None:
     """The case scores what expected.toml says in every part, and shows its feedback."""
     expectation = load_expectation(CORPUS_DIR / case)
-    graded = _graded(graphs_class, case)
+    graded = graphs_class.result().entry(case)
     _check_consistent(graded)
     report = graded.report
     wrong = [
@@ -202,7 +182,7 @@ def test_case_scores(case: str, graphs_class: Future[GradedClass]) -> None:
 
 @pytest.mark.slow
 def test_reference_scores_full_marks(graphs_class: Future[GradedClass]) -> None:
-    graded = _graded(graphs_class, REFERENCE)
+    graded = graphs_class.result().entry(REFERENCE)
     _check_consistent(graded)
     report = graded.report
     for part, points in POINTS.items():
@@ -213,7 +193,7 @@ def test_reference_scores_full_marks(graphs_class: Future[GradedClass]) -> None:
 
 @pytest.mark.slow
 def test_stubs_score_zero_everywhere(graphs_class: Future[GradedClass]) -> None:
-    graded = _graded(graphs_class, STUBS)
+    graded = graphs_class.result().entry(STUBS)
     _check_consistent(graded)
     report = graded.report
     assert report["score"] == 0
