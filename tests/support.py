@@ -30,10 +30,17 @@ PART_FILES = (
 
 
 def run_grader_cli(
-    *args: str | Path, cwd: Path = COURSE_ROOT, timeout: float = 600
+    *args: str | Path,
+    cwd: Path = COURSE_ROOT,
+    timeout: float = 600,
+    environment: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `python -m grader ...` as a user would, from `cwd`."""
-    return _python_m_grader(args, cwd, timeout, pythonpath=COURSE_ROOT)
+    """Run `python -m grader ...` as a user would, from `cwd`.
+
+    `environment`: a copy of os.environ taken in pytest's thread, for a call from another
+    thread (pytest sets and unsets its variables meanwhile, and reading os.environ then fails).
+    """
+    return _python_m_grader(args, cwd, timeout, pythonpath=COURSE_ROOT, environment=environment)
 
 
 def _python_m_grader(
@@ -43,9 +50,11 @@ def _python_m_grader(
     *,
     pythonpath: Path | None,
     extra_env: dict[str, str] | None = None,
+    environment: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`python -m grader ARGS` with pytest's variables and PYTHONPATH taken from the environment."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST") and k != "PYTHONPATH"}
+    source = os.environ.copy() if environment is None else environment
+    env = {k: v for k, v in source.items() if not k.startswith("PYTEST") and k != "PYTHONPATH"}
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     env.update(extra_env or {})
@@ -69,13 +78,17 @@ def copy_part_files(source: Path, folder: Path) -> Path:
 
 
 def grade_to_report(
-    submission: Path, tmp_path: Path, *extra: str
+    submission: Path, tmp_path: Path, *extra: str, environment: dict[str, str] | None = None
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], dict[str, Any]]:
-    """Grade through the CLI; return the process, report.json and results.json."""
+    """Grade through the CLI; return the process, report.json and results.json.
+
+    `environment`: as for `run_grader_cli`, when called from another thread.
+    """
     report, results = tmp_path / "report.json", tmp_path / "results.json"
     process = run_grader_cli(
-        "grade", submission, "--seed", "12345", "--report", report, "--results", results, *extra
-    )
+        "grade", submission, "--seed", "12345", "--report", report, "--results", results, *extra,
+        environment=environment,
+    )  # fmt: skip
     return process, json.loads(report.read_text()), json.loads(results.read_text())
 
 
@@ -113,13 +126,25 @@ def corpus_graded_in_background(
         assemble(name, work / "class" / name)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch") as pool:
         future = pool.submit(
-            batch_grade, work / "class", assignment, work / "out", workers=CORPUS_WORKERS
+            batch_grade,
+            work / "class",
+            assignment,
+            work / "out",
+            workers=CORPUS_WORKERS,
+            environment=os.environ.copy(),
         )
         yield future
         future.cancel()
 
 
-def batch_grade(submissions: Path, assignment: str, out: Path, *, workers: int) -> GradedClass:
+def batch_grade(
+    submissions: Path,
+    assignment: str,
+    out: Path,
+    *,
+    workers: int,
+    environment: dict[str, str] | None = None,
+) -> GradedClass:
     """Grade every entry of `submissions` in one `batch` run, as staff grade a class.
 
     Workers keep torch, the sandbox's zygote and the reference's outputs warm from one
@@ -129,6 +154,7 @@ def batch_grade(submissions: Path, assignment: str, out: Path, *, workers: int) 
     process = run_grader_cli(
         "batch", submissions, "-a", assignment, "--seed", "12345", "--device", "cpu",
         "--out", out, "--no-similarity", "--workers", str(workers), timeout=1800,
+        environment=environment,
     )  # fmt: skip
     reports = {
         path.parent.name: json.loads(path.read_text(encoding="utf-8"))

@@ -164,9 +164,11 @@ def _hostile_zip(zip_path: Path) -> Path:
     return _write_zip(zip_path, entries, links)
 
 
-def _grade_built(build: Callable[[Path], Path], workdir: Path, *extra: str) -> Graded:
+def _grade_built(
+    build: Callable[[Path], Path], workdir: Path, environment: dict[str, str], *extra: str
+) -> Graded:
     workdir.mkdir(parents=True)
-    return grade_to_report(build(workdir), workdir, *extra)
+    return grade_to_report(build(workdir), workdir, *extra, environment=environment)
 
 
 @pytest.fixture(scope="module")
@@ -181,9 +183,10 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Futur
         # No --seed: the grader draws one and records it.
         "hostile-zip": (lambda work: _hostile_zip(work / "submission.zip"), ()),
     }
+    environment = os.environ.copy()  # read in pytest's thread (see run_grader_cli)
     with ThreadPoolExecutor(max_workers=(os.cpu_count() or 2) + 1) as pool:
         yield {
-            name: pool.submit(_grade_built, build, root / name, *extra)
+            name: pool.submit(_grade_built, build, root / name, environment, *extra)
             for name, (build, extra) in jobs.items()
         }
 

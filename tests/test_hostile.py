@@ -265,7 +265,12 @@ def _digest(paths: list[Path]) -> dict[str, str]:
     }
 
 
-def run_case(case: Case, work: Path) -> Outcome:
+def grading_environment() -> dict[str, str]:
+    """This process's environment without pytest's variables, for the `grade` it starts."""
+    return {k: v for k, v in os.environ.copy().items() if not k.startswith("PYTEST")}
+
+
+def run_case(case: Case, work: Path, environment: dict[str, str]) -> Outcome:
     """Grade the case through the CLI and gather every observation right after it returns."""
     checks = case.checks
     # World-writable places, so that only the sandbox (not file modes) keeps attacks out.
@@ -290,7 +295,7 @@ def run_case(case: Case, work: Path) -> Outcome:
         watched = [COURSE_ROOT / name for name in checks.get("unchanged", ())]
         before = _digest(watched)
         submission_before = _digest([p for p in files_under(work) if p.is_file()])
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+        env = dict(environment)
         env.update(
             PYTHONPATH=str(COURSE_ROOT),
             GRADER_TEST_TIMEOUT_S=TEST_TIMEOUT_S,
@@ -370,10 +375,17 @@ def hostile_runs(
     ]
     no_changes = tmp_path_factory.mktemp("no-changes")  # a case folder with nothing in it
     baseline = Case(BASELINE, no_changes, {})
+    # Read here, in pytest's thread: pytest sets and unsets PYTEST_CURRENT_TEST while the
+    # cases run, and iterating os.environ from another thread then fails.
+    environment = grading_environment()
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        runs = {BASELINE: pool.submit(run_case, baseline, tmp_path_factory.mktemp(BASELINE))}
+        runs = {
+            BASELINE: pool.submit(
+                run_case, baseline, tmp_path_factory.mktemp(BASELINE), environment
+            )
+        }
         runs.update(
-            (name, pool.submit(run_case, CASES[name], tmp_path_factory.mktemp(name)))
+            (name, pool.submit(run_case, CASES[name], tmp_path_factory.mktemp(name), environment))
             for name in names
         )
         yield runs
@@ -479,7 +491,7 @@ def test_a_grader_killed_mid_run_leaves_a_valid_result_and_no_student_process(
     work.mkdir()
     submission = build_submission(case, work, {})
     results = tmp_path / "results.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env = grading_environment()
     env.update(PYTHONPATH=str(COURSE_ROOT), GRADER_TEST_TIMEOUT_S="300")
     command = [sys.executable, "-m", "grader", "grade", str(submission), "-a", ASSIGNMENT]
     grader = subprocess.Popen(
