@@ -44,6 +44,7 @@ MARKERS = (
     "points(n): the weight of this test inside its part",
     "static_rule: a source rule whose points count only once a seeded comparison passes",
     "self_reported: a verdict computed on the student side (forgeable there), gated the same way",
+    "counts_after(*tests): gated on one of these gate-opening tests of the module passing",
     "visibility(level): Gradescope visibility overriding the manifest's",
     "cuda_only: skipped when grading on CPU",
 )
@@ -59,8 +60,10 @@ STUDENT_DATA_KEY = pytest.StashKey[bool]()
 # Tests whose verdict alone proves nothing: a source rule (a stub obeys it), or a verdict the
 # probe computed inside the sandbox, where student code can rewrite the probe. They count
 # only once a gate-opening test (see `opens_gate`) passes in the same part. Markers can only
-# add gating: whether a test opens the gate is decided from how it ran.
-GATED_MARKERS = ("static_rule", "self_reported")
+# add gating: whether a test opens the gate is decided from how it ran. `counts_after` narrows
+# a gated test's gate from its part to the function it is about: it counts only once one of
+# the named tests (of the same module, any of their parameters) passes as a gate-opener.
+GATED_MARKERS = ("static_rule", "self_reported", "counts_after")
 # Wall-clock bound for one test that reads a student's source (a static rule), which runs in
 # a limited child: `ast` work on student text holds the GIL and allocates as it likes, and
 # real rules take milliseconds on real files.
@@ -257,6 +260,12 @@ def opens_gate(item: pytest.Item) -> bool:
     return bool(seeded) and all(seeded) and not marked
 
 
+def counts_after(item: pytest.Item) -> tuple[str, ...]:
+    """The tests named by `item`'s `counts_after` marker ((): its part's gate applies)."""
+    marker = item.get_closest_marker("counts_after")
+    return tuple(str(name) for name in marker.args) if marker else ()
+
+
 def _fingerprint(student_output: Any) -> str:
     """`output_fingerprint`, or "" where the decoded data cannot be hashed: it only groups."""
     try:
@@ -302,6 +311,7 @@ class GraderPlugin:
             marker = item.get_closest_marker("points")
             if marker is None or not marker.args or not isinstance(marker.args[0], int | float):
                 self.collection_errors.append(f"{item.nodeid}: needs @pytest.mark.points(n)")
+            self._check_counts_after(item)
             fixtures = getattr(item, "fixturenames", ())
             running = [name for name in STUDENT_RUNNING_FIXTURES if name in fixtures]
             if "student_source" in fixtures and running:
@@ -313,6 +323,25 @@ class GraderPlugin:
                 item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; graded on CPU"))
         if self.collection_errors:
             raise pytest.UsageError("\n".join(self.collection_errors))
+
+    def _check_counts_after(self, item: pytest.Item) -> None:
+        """`counts_after` names test functions of the item's own module."""
+        marker = item.get_closest_marker("counts_after")
+        if marker is None:
+            return
+        module = getattr(item, "module", None)
+        unknown = [
+            name
+            for name in marker.args
+            if not isinstance(name, str)
+            or not name.startswith("test_")
+            or not inspect.isfunction(getattr(module, name, None))
+        ]
+        if unknown or not marker.args:
+            self.collection_errors.append(
+                f"{item.nodeid}: @pytest.mark.counts_after takes the names of test functions "
+                f"of the same module (not {unknown or 'nothing'})"
+            )
 
     # -- fixtures ---------------------------------------------------------------------------
 
@@ -460,6 +489,8 @@ class GraderPlugin:
                 str(visibility.args[0]) if visibility else self.session.assignment.hidden_visibility
             ),
             gated=not opens_gate(item),
+            function=getattr(item, "originalname", item.name),
+            counts_after=counts_after(item),
             detail=detail,
             output=output,
             cause=cause,

@@ -39,8 +39,12 @@ class TestResult:
     message: str = ""
     duration_s: float = 0.0
     visibility: str = "after_published"
-    # Counts only once a reference-compared test of the same part passes (see scoring.py).
+    # Counts only once a reference-compared test of the same part passes (see scoring.py)...
     gated: bool = False
+    # ...one of these test functions, where any are named (the plugin's `counts_after`).
+    counts_after: tuple[str, ...] = ()
+    # The hidden test function this result comes from (one per parameter set).
+    function: str = ""
     # For staff only: tracebacks and raw details. Never shown to students.
     detail: str = ""
     # What the student's code printed (capped); student-provided, never decides a score.

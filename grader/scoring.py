@@ -12,6 +12,10 @@ GATED_NOTE = (
     "(This check counts once a test of this part that compares your values with the "
     "reference's on hidden inputs passes.)"
 )
+GATED_AFTER_NOTE = (
+    "(This check counts once {which}, which compare your values with the reference's on "
+    "hidden inputs, passes: {tests}.)"
+)
 
 
 def score_tests(
@@ -26,7 +30,9 @@ def score_tests(
     A gated test (a source rule, a verdict the student side reports, or any test that did
     not compare with the reference on seeded inputs; the plugin decides) never earns points
     on its own: it counts only once an ungated test of the same part passed, so a stub, or a
-    submission that forges every verdict its own process reports, scores exactly 0.
+    submission that forges every verdict its own process reports, scores exactly 0. A gated
+    test that names tests (`counts_after`) needs more: one of those, passed and ungated, so
+    forged checks of a function count only once that function's own comparison passes.
     """
     by_part: dict[str, list[TestResult]] = {part.id: [] for part in assignment.parts}
     for test in tests:
@@ -35,7 +41,7 @@ def score_tests(
     scored: list[TestResult] = []
     for part in assignment.parts:
         part_tests = by_part[part.id]
-        gate_open = any(t.outcome == "passed" and not t.gated for t in part_tests)
+        openers = [t for t in part_tests if t.outcome == "passed" and not t.gated]
         total_weight = sum(t.weight for t in part_tests if t.outcome != "skipped")
         earned_weight = 0.0
         for test in part_tests:
@@ -43,10 +49,10 @@ def score_tests(
                 scored.append(dataclasses.replace(test, score=0.0, max_score=0.0))
                 continue
             max_score = round(part.points * test.weight / total_weight, 6)
-            earned = test.outcome == "passed" and (gate_open or not test.gated)
+            earned = test.outcome == "passed" and (not test.gated or _opened(test, openers))
             message = test.message
             if test.gated and test.outcome == "passed" and not earned:
-                message = f"{message}\n{GATED_NOTE}".strip()
+                message = f"{message}\n{_gated_note(test, part_tests)}".strip()
             score = max_score if earned else 0.0
             earned_weight += test.weight if earned else 0.0
             scored.append(
@@ -64,3 +70,19 @@ def score_tests(
             )
         )
     return tuple(parts), tuple(scored)
+
+
+def _opened(test: TestResult, openers: list[TestResult]) -> bool:
+    """Whether a passing gate-opening test opens `test`'s gate."""
+    if not test.counts_after:
+        return bool(openers)
+    return any(opener.function in test.counts_after for opener in openers)
+
+
+def _gated_note(test: TestResult, part_tests: list[TestResult]) -> str:
+    """What must pass before `test` counts, naming the tests where the part has them."""
+    needed = sorted({t.name for t in part_tests if not t.gated and t.function in test.counts_after})
+    if not needed:
+        return GATED_NOTE
+    which = "this test" if len(needed) == 1 else "one of these tests"
+    return GATED_AFTER_NOTE.format(which=which, tests="; ".join(f"'{name}'" for name in needed))

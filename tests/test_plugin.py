@@ -218,6 +218,10 @@ def test_the_seed_is_found_in_compare_arguments(value: object, expected: bool) -
 FAKE_REFERENCE = """
 def double(x):
     return 2 * x
+
+
+def triple(x):
+    return 3 * x
 """
 HONEST_STUDENT = FAKE_REFERENCE
 WRONG_STUDENT = """
@@ -231,6 +235,11 @@ import torch
 def doubled(part, *, seed):
     g = torch.Generator().manual_seed(seed)
     return {"y": part.double(torch.randn(4, generator=g))}
+
+
+def tripled(part, *, seed):
+    g = torch.Generator().manual_seed(seed)
+    return {"y": part.triple(torch.randn(4, generator=g))}
 
 
 def doubled_ones(part):
@@ -287,6 +296,7 @@ class HiddenRun:
     records: list[TestResult]
     sandbox: FakeSandbox
     assignment: Assignment
+    collection_errors: list[str]
 
     def scores(self) -> dict[str, float]:
         """Each part's score, through the grader's own scoring (the gate is applied there)."""
@@ -330,7 +340,7 @@ def run_hidden(
         *(f"test_{part}.py" for part in tests), "--noconftest", "-p", "no:cacheprovider",
         plugins=[plugin],
     )  # fmt: skip
-    return HiddenRun(outcomes, plugin.records, sandbox, assignment)
+    return HiddenRun(outcomes, plugin.records, sandbox, assignment, plugin.collection_errors)
 
 
 SEEDED_TEST = '''
@@ -413,6 +423,87 @@ def test_self_reported_and_static_points_count_only_once_a_compared_test_passed(
     ]
     # "shut" passed two of its three tests, but none that compared with the reference.
     assert run.scores() == {"open": 10.0, "shut": 0.0}
+
+
+# A part of two functions: each one's self-reported check names the comparison of that
+# function, so checks of the broken `triple` stay shut although `double` opens the part.
+PER_FUNCTION_TESTS = '''
+import pytest
+import torch
+
+import fake_probes
+
+
+@pytest.mark.points(1)
+def test_doubles(compare, seed):
+    """doubles"""
+    got, want = compare(fake_probes.doubled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.points(1)
+def test_triples(compare, seed):
+    """triples"""
+    got, want = compare(fake_probes.tripled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.self_reported
+@pytest.mark.counts_after("test_doubles")
+@pytest.mark.points(1)
+def test_double_check(student, seed):
+    """double's own check"""
+    assert student(fake_probes.doubled, seed=seed)["y"].shape == (4,)
+
+
+@pytest.mark.self_reported
+@pytest.mark.counts_after("test_triples")
+@pytest.mark.points(1)
+def test_triple_check(student, seed):
+    """triple's own check"""
+    assert student(fake_probes.tripled, seed=seed)["y"].shape == (4,)
+'''
+TRIPLES_WRONG = """
+def double(x):
+    return 2 * x
+
+
+def triple(x):
+    return 4 * x
+"""
+
+
+def test_counts_after_gates_a_check_on_its_own_functions_comparison(
+    pytester: pytest.Pytester,
+) -> None:
+    run = run_hidden(pytester, {"part": TRIPLES_WRONG}, {"part": PER_FUNCTION_TESTS})
+    records = run.by_name()
+    assert [(r.name, r.outcome, r.gated) for r in run.records] == [
+        ("doubles", "passed", False),
+        ("triples", "failed", False),
+        ("double's own check", "passed", True),
+        ("triple's own check", "passed", True),
+    ]
+    assert records["triple's own check"].counts_after == ("test_triples",)
+    assert records["triples"].function == "test_triples"
+    parts, scored = score_tests(run.assignment, run.records, sources={}, problems={})
+    # doubles and double's check: 2 of 4 weights. Without counts_after the part gate, opened
+    # by doubles, would let triple's forged check count too (7.5).
+    assert parts[0].score == pytest.approx(5.0)
+    triple_check = next(t for t in scored if t.name == "triple's own check")
+    assert triple_check.score == 0 and "'triples'" in triple_check.message
+
+
+def test_counts_after_must_name_test_functions_of_the_module(pytester: pytest.Pytester) -> None:
+    misnamed = PER_FUNCTION_TESTS.replace(
+        'counts_after("test_triples")', 'counts_after("test_quadruples")'
+    )
+    run = run_hidden(pytester, {}, {"part": misnamed})
+    assert run.outcomes.ret == pytest.ExitCode.USAGE_ERROR
+    assert run.records == []
+    assert len(run.collection_errors) == 1
+    assert "test_triple_check" in run.collection_errors[0]
+    assert "test_quadruples" in run.collection_errors[0]
 
 
 UNSEEDED_TESTS = '''
@@ -652,7 +743,9 @@ import pytest
 @pytest.mark.points(1)
 def test_hungry(student_source):
     '''hungry'''
-    hoard = [student_source * 1000 for _ in range(1 << 20)]
+    # 2 GiB at once: refused by the 1 GiB bound without touching a page, so even a loaded
+    # machine cannot run into the time bound first.
+    hoard = student_source + "x" * (1 << 31)
     assert hoard
 """
 TOY_MIXED_TESTS = """

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from grader.assignment import load_assignment
@@ -78,3 +80,27 @@ def test_test_scores_add_up_to_part_scores() -> None:
 def test_full_marks_are_exact_whatever_the_weights() -> None:
     tests = [result("manual_backprop", "passed", w) for w in (1, 1, 1, 1, 1, 1, 1)]
     assert scores(tests)["manual_backprop"] == 20.0
+
+
+def test_counts_after_waits_for_the_named_function_not_the_part() -> None:
+    opener = TestResult(
+        name="loss", part="manual_backprop", outcome="passed", weight=2, function="test_loss"
+    )
+    gradients = TestResult(
+        name="gradients", part="manual_backprop", outcome="failed", weight=6, function="test_grad"
+    )
+    rule = TestResult(
+        name="no autograd",
+        part="manual_backprop",
+        outcome="passed",
+        weight=2,
+        gated=True,
+        counts_after=("test_grad",),
+    )
+    parts, scored = score_tests(ASSIGNMENT, [opener, gradients, rule], sources={}, problems={})
+    # The loss opens the part, not the rule: 2 of 10 weights.
+    assert parts[0].score == pytest.approx(4.0)
+    assert scored[2].score == 0 and "'gradients'" in scored[2].message
+    passing = dataclasses.replace(gradients, outcome="passed")
+    parts, _ = score_tests(ASSIGNMENT, [opener, passing, rule], sources={}, problems={})
+    assert parts[0].score == pytest.approx(20.0)

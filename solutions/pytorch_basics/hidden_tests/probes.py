@@ -17,6 +17,7 @@ import time
 from collections import OrderedDict
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
@@ -185,7 +186,6 @@ def forward_backward_no_autograd(part, *, seed, device, dtype, shape):
     and autograd-based ones cannot.
     """
     from torch.autograd.variable import Variable
-    from torch.overrides import TorchFunctionMode
 
     class _Recorder(TorchFunctionMode):
         def __init__(self):
@@ -703,11 +703,14 @@ def matmul_tflops(part, *, device, dtype, n, repeats):
     dt = _dtype(dtype)
     dev = torch.device(device)
     own_before = _own_tflops(n, dev, dt, repeats)
-    value = part.matmul_tflops(n, dev, dtype=dt, repeats=repeats)
+    counter = _MatmulCounter()
+    with counter:
+        value = part.matmul_tflops(n, dev, dtype=dt, repeats=repeats)
     own_after = _own_tflops(n, dev, dt, repeats)
     return {
         "value": float(value),
         "value_type": _type_name(value),
+        "matmul_dtypes": sorted(counter.dtypes),
         # A careful measurement right before and right after, in the same process.
         "own_low": min(own_before, own_after),
         "own_high": max(own_before, own_after),
@@ -724,7 +727,6 @@ _MATMUL_NAMES = {
     "einsum",
     "linalg_matmul",
 }
-FAKE_MATMUL_SECONDS = 1e-3
 
 
 def _clock_attributes(owners, fakes):
@@ -737,36 +739,50 @@ def _clock_attributes(owners, fakes):
     ]
 
 
-def matmul_tflops_fake_clock(part, *, dtype, n, repeats):
+class _MatmulCounter(TorchFunctionMode):
+    """Counts the matmuls run inside it, and the dtypes they really ran in: timing float32
+    when float64 was asked for (a forgotten dtype=...) shows here."""
+
+    def __init__(self):
+        super().__init__()
+        self.matmuls = 0
+        self.dtypes: set[str] = set()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        if getattr(func, "__name__", "") in _MATMUL_NAMES:
+            self.matmuls += 1
+            self.dtypes.update(str(a.dtype) for a in args if isinstance(a, torch.Tensor))
+        return result
+
+
+def fake_clock_setup(seed):
+    """(n, repeats, seconds per matmul) of a fake-clock run, drawn from the seed: the right
+    figure, 2 * n**3 / seconds / 1e12, then differs for every seed."""
+    rng = random.Random(seed)
+    return rng.randint(48, 96), rng.randint(3, 9), round(rng.uniform(5e-4, 2e-3), 9)
+
+
+def matmul_tflops_fake_clock(part, *, dtype, seed):
     """Student side: matmul_tflops on the CPU with a clock that only moves when a matmul runs.
 
     Every clock the student could read (time.perf_counter, time.time, time.monotonic,
     time.process_time, their _ns variants, timeit.default_timer, and copies of them in the
-    student's module) then advances by FAKE_MATMUL_SECONDS per matmul, so the figure
+    student's module) then advances by a fixed number of seconds per matmul, so the figure
     depends only on how FLOPs and matmuls are counted: exactly
-    2 * n**3 / FAKE_MATMUL_SECONDS / 1e12 for a correct function.
+    2 * n**3 / seconds / 1e12 for a correct function.
     """
     import timeit
 
-    from torch.overrides import TorchFunctionMode
-
-    state = {"matmuls": 0, "reads": 0}
-    dtypes: set[str] = set()
-
-    class _Counter(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            result = func(*args, **(kwargs or {}))
-            if getattr(func, "__name__", "") in _MATMUL_NAMES:
-                state["matmuls"] += 1
-                # The dtype the matmuls really ran in: timing float32 when asked for
-                # float64 (a forgotten dtype=...) shows here.
-                dtypes.update(str(a.dtype) for a in args if isinstance(a, torch.Tensor))
-            return result
+    n, repeats, seconds_per_matmul = fake_clock_setup(seed)
+    counter = _MatmulCounter()
+    reads = 0
 
     def seconds():
-        state["reads"] += 1
+        nonlocal reads
+        reads += 1
         # 1 ns per read keeps two reads without a matmul between them apart.
-        return 1000.0 + state["matmuls"] * FAKE_MATMUL_SECONDS + state["reads"] * 1e-9
+        return 1000.0 + counter.matmuls * seconds_per_matmul + reads * 1e-9
 
     def nanoseconds():
         return int(seconds() * 1e9)
@@ -782,15 +798,14 @@ def matmul_tflops_fake_clock(part, *, dtype, n, repeats):
     for owner, name, value in patched:
         setattr(owner, name, fakes[id(value)][1])
     try:
-        with _Counter():
+        with counter:
             value = part.matmul_tflops(n, torch.device("cpu"), dtype=_dtype(dtype), repeats=repeats)
     finally:
         for owner, name, original in patched:
             setattr(owner, name, original)
     return {
         "value": float(value),
-        "matmuls": state["matmuls"],
-        "clock_reads": state["reads"],
-        "matmul_dtypes": sorted(dtypes),
-        "expected": 2 * n**3 / FAKE_MATMUL_SECONDS / 1e12,
+        "matmuls": counter.matmuls,
+        "clock_reads": reads,
+        "matmul_dtypes": sorted(counter.dtypes),
     }

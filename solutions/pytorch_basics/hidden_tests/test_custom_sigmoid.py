@@ -69,7 +69,10 @@ def test_backward_matches(compare, seed, device, dtype, shape):
     )
 
 
+# The Jacobians are computed in the student's process: they count only once the backward's
+# own seeded comparison passes.
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_backward_matches")
 @pytest.mark.points(1)
 def test_gradcheck(student, seed, device):
     """Sigmoid: backward agrees with the numerical derivative of forward (float64, as gradcheck)"""
@@ -126,7 +129,9 @@ def test_sigmoid_uses_custom_function(student, seed, device):
     assert got["same_as_apply"], "sigmoid(x) and Sigmoid.apply(x) returned different values."
 
 
+# Not calling a built-in sigmoid is worth points only for a forward that is right.
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_forward_matches")
 @pytest.mark.points(1)
 def test_no_builtin_sigmoid_at_run_time(student, seed, device):
     """Sigmoid: forward and backward do not call a built-in sigmoid"""
@@ -187,7 +192,9 @@ NO_BUILTIN_SIGMOID = Rule(
 )
 
 
+# As for the run-time check above: the rule is about a forward that is right.
 @pytest.mark.static_rule
+@pytest.mark.counts_after("test_forward_matches")
 @pytest.mark.points(2)
 def test_no_builtin_sigmoid_in_source(student_source):
     """custom_sigmoid.py: no built-in sigmoid (torch.sigmoid, expit, F.sigmoid, nn.Sigmoid, ...)"""

@@ -54,44 +54,60 @@ TIMING_HINT = (
 )
 
 
+# With a clock that advances a fixed time per matmul (CPU), the figure depends only on how
+# FLOPs and matmuls are counted; n, repeats and that time come from the seed, so this is the
+# one test of matmul_tflops whose answer a rewritten probe cannot know without the formula.
+@pytest.mark.points(1)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matmul_tflops_counts_flops(compare, seed, dtype):
+    """matmul_tflops: counts 2*n**3 FLOPs per timed matmul (checked with a test clock)"""
+    n, repeats, seconds = probes.fake_clock_setup(seed)
+    call = f"matmul_tflops({n}, 'cpu', dtype=torch.{dtype}, repeats={repeats})"
+    got, want = compare(probes.matmul_tflops_fake_clock, dtype=dtype, seed=seed)
+    wanted = f"torch.{dtype}"
+    assert got["matmul_dtypes"] in ([], [wanted]), (
+        f"{call} ran its matmuls in {', '.join(got['matmul_dtypes'])}. Create both operands "
+        "with dtype=dtype, so the figure measures the precision that was asked for."
+    )
+    assert got["matmuls"] > 0, (
+        f"{call} ran no matrix multiplication this test could see. Time real matmuls of "
+        "torch tensors (a @ b or torch.matmul) and compute the figure from that timing."
+    )
+    assert got["clock_reads"] >= 2, (
+        f"{call} read no clock this test could replace. Time the matmuls with "
+        "time.perf_counter(), read before and after the loop."
+    )
+    ratio = got["value"] / want["value"]
+    # Timing the warm-up matmul with the others is tolerated: the figure is then
+    # repeats / (repeats + 1) of the right one. The tolerance covers the clock reads.
+    assert any(
+        math.isclose(ratio, accepted, rel_tol=1e-4) for accepted in (1, repeats / (repeats + 1))
+    ), (
+        f"with a test clock that advances exactly {seconds:.6g} s per matmul, {call} "
+        f"returned {got['value']:.6g} TFLOP/s, expected {want['value']:.6g} ({ratio:.3g} "
+        "times that). Count 2 * n**3 FLOPs per matmul (n multiplies and n adds for each of "
+        "the n**2 outputs), time exactly `repeats` matmuls (use the argument, not a fixed "
+        "number) and convert to TFLOP/s (divide by 1e12)."
+    )
+
+
+# A real measurement is timed in the student's process, where it can be made up: it counts
+# only once the counting, checked above, passes.
 @pytest.mark.self_reported
-@pytest.mark.points(2)
+@pytest.mark.counts_after("test_matmul_tflops_counts_flops")
+@pytest.mark.points(1)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_matmul_tflops(student, device, dtype):
-    """matmul_tflops: counts 2*n**3 FLOPs per timed matmul and returns a plausible TFLOP/s"""
-    # 1. With a clock that advances exactly FAKE_MATMUL_SECONDS per matmul (CPU), the
-    #    figure depends only on the FLOP and matmul counting, so a factor 2 shows.
-    fake = student(probes.matmul_tflops_fake_clock, dtype=dtype, n=80, repeats=5)
-    wanted = f"torch.{dtype}"
-    assert fake["matmul_dtypes"] in ([], [wanted]), (
-        f"matmul_tflops(80, 'cpu', dtype=torch.{dtype}) ran its matmuls in "
-        f"{', '.join(fake['matmul_dtypes'])}. Create both operands with dtype=dtype, so the "
-        "figure measures the precision that was asked for."
-    )
-    # A figure with no matmul behind it is made up (a constant passes the loose window of
-    # the real measurement below).
-    assert fake["matmuls"] > 0, (
-        f"matmul_tflops(80, 'cpu', dtype=torch.{dtype}, repeats=5) ran no matrix "
-        "multiplication this test could see. Time real matmuls of torch tensors "
-        "(a @ b or torch.matmul) and compute the figure from that timing."
-    )
-    # Not applicable when the function reads a clock the probe cannot replace.
-    if fake["clock_reads"] >= 2:
-        ratio = fake["value"] / fake["expected"]
-        assert 0.7 <= ratio <= 1.3, (
-            f"with a test clock that advances exactly {probes.FAKE_MATMUL_SECONDS} s per "
-            f"matmul, matmul_tflops(80, 'cpu', {dtype}, repeats=5) returned "
-            f"{fake['value']:.4g} TFLOP/s, expected {fake['expected']:.4g} "
-            f"({ratio:.2f} times that). Count 2 * n**3 FLOPs per matmul (n multiplies and n "
-            "adds for each of the n**2 outputs), time exactly `repeats` matmuls (use the "
-            "argument, not a fixed number) and convert to TFLOP/s (divide by 1e12)."
-        )
-
-    # 2. A real measurement on the grading device, against one taken in the same process.
+    """matmul_tflops: returns a plausible TFLOP/s figure for real matmuls on the device"""
+    # A real measurement on the grading device, against one taken in the same process.
     n = 384
     got = student(probes.matmul_tflops, device=device, dtype=dtype, n=n, repeats=10)
     value, low, high = got["value"], got["own_low"], got["own_high"]
     call = f"matmul_tflops({n}, {device!r}, {dtype})"
+    assert got["matmul_dtypes"] in ([], [f"torch.{dtype}"]), (
+        f"{call} ran its matmuls in {', '.join(got['matmul_dtypes'])}: the figure measures "
+        "another precision than the one asked for. Create both operands with dtype=dtype."
+    )
     assert got["value_type"] in FLOAT_TYPE_NAMES, (
         f"matmul_tflops returned a {got['value_type']}, expected a Python float."
     )
@@ -114,6 +130,7 @@ def test_matmul_tflops(student, device, dtype):
 
 @pytest.mark.cuda_only
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_matmul_tflops_counts_flops")
 @pytest.mark.points(1)
 def test_matmul_tflops_synchronised_on_gpu(student, device):
     """matmul_tflops: on a GPU, the figure for n=4096 is below what the card can do"""

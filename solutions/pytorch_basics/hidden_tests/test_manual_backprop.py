@@ -58,10 +58,13 @@ def test_loss_matches(compare, seed, device, dtype):
     )
 
 
-@pytest.mark.points(3)
+# One test per gradient: grad_w2 comes before grad_w1 in the backward pass, so a mistake that
+# reaches only grad_w1 (a missing ReLU mask, a transpose) still earns grad_w2's points, and
+# opens the rules below, which a placeholder (zeros for both) does not.
+@pytest.mark.points(1.5)
 @pytest.mark.parametrize(("dtype", "shape"), CASES)
-def test_gradients_match(compare, seed, device, dtype, shape):
-    """forward_backward: grad_w1 and grad_w2 match the reference"""
+def test_grad_w2_matches(compare, seed, device, dtype, shape):
+    """forward_backward: grad_w2 matches the reference"""
     got, want = compare(probes.forward_backward, seed=seed, device=device, dtype=dtype, shape=shape)
     assert_tensor_close(
         got["grad_w2"],
@@ -70,6 +73,13 @@ def test_gradients_match(compare, seed, device, dtype, shape):
         sizes=_sizes(shape),
         hint="grad_w2 must have the shape, dtype and device of w2. " + GRAD_HINT,
     )
+
+
+@pytest.mark.points(1.5)
+@pytest.mark.parametrize(("dtype", "shape"), CASES)
+def test_grad_w1_matches(compare, seed, device, dtype, shape):
+    """forward_backward: grad_w1 matches the reference"""
+    got, want = compare(probes.forward_backward, seed=seed, device=device, dtype=dtype, shape=shape)
     assert_tensor_close(
         got["grad_w1"],
         want["grad_w1"],
@@ -79,7 +89,10 @@ def test_gradients_match(compare, seed, device, dtype, shape):
     )
 
 
+# Not using autograd is worth points only for gradients that are right: placeholder
+# gradients obey the rule too. So does a forged report, hence the gradients' own tests.
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_grad_w2_matches", "test_grad_w1_matches")
 @pytest.mark.points(2)
 def test_works_without_autograd(student, seed, device):
     """forward_backward: computes the gradients without autograd (also under torch.no_grad)"""
@@ -219,7 +232,9 @@ NO_AUTOGRAD = Rule(
 )
 
 
+# As for the run-time check above: the rule is about gradients that are right.
 @pytest.mark.static_rule
+@pytest.mark.counts_after("test_grad_w2_matches", "test_grad_w1_matches")
 @pytest.mark.points(2)
 def test_no_autograd_in_source(student_source):
     """manual_backprop.py: no .backward(), torch.autograd, requires_grad or torch.func"""
