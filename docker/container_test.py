@@ -127,6 +127,21 @@ def unpack_autograder(assignment: str, context: Path) -> None:
         bundle.extractall(context)
 
 
+def checkout_source(assignment: str) -> Path:
+    """This checkout's autograder, unpacked to mount as the image's /autograder/source.
+
+    The image's venv has the grader installed editable from there, so a container then runs
+    the grader as it is now, without a rebuild. The solutions are root-only, as setup.sh
+    leaves them.
+    """
+    source = BUILD / "source"
+    unpack_autograder(assignment, source)
+    for path in (source / "solutions").rglob("*"):
+        path.chmod(0o700 if path.is_dir() else 0o600)
+    (source / "solutions").chmod(0o700)
+    return source
+
+
 def build_image(assignment: str, base: str, tag: str) -> None:
     context = BUILD / "context"
     unpack_autograder(assignment, context)
@@ -290,12 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ensure_engine()
     source = None
     if args.no_build:
-        # The image's venv has the grader installed editable from /autograder/source.
-        source = BUILD / "source"
-        unpack_autograder(args.assignment, source)
-        for path in (source / "solutions").rglob("*"):
-            path.chmod(0o700 if path.is_dir() else 0o600)
-        (source / "solutions").chmod(0o700)
+        source = checkout_source(args.assignment)
     else:
         build_image(args.assignment, base_image(args.base), tag)
     if args.build_only:

@@ -451,6 +451,42 @@ def grade_command(
         results_path=results_path,
         report_path=report_path,
     )
-    result = grade_submission(submission, assignment, settings)
+    result = grade_in_worker(submission, assignment, settings)
     write_outputs(result, results_path=results_path, report_path=report_path)
     return result
+
+
+def grade_in_worker(path: Path, assignment: Assignment, settings: GradeSettings) -> GradingResult:
+    """`grade_submission` in a grading worker of its own, as `batch` grades.
+
+    The worker forks the sandbox's zygote before it reads anything of this grade, so the
+    trusted side and the sandbox share one `import torch` (most of a grade's cost on a small
+    machine), and this process never imports torch. Always returns a result: a crashed one,
+    which says why, if the worker could not grade.
+    """
+    from grader.batch.discovery import BatchItem
+    from grader.batch.run import scratch_folder
+    from grader.batch.workers import LocalExecutor, WorkerConfig
+    from grader.report import report_from_dict
+
+    seed = grading_seed(settings.seed)
+    device = resolve_device(settings.device)
+    reports: list[dict[str, Any]] = []
+    try:
+        with scratch_folder(stale=None) as scratch:
+            config = WorkerConfig(
+                assignment.id, device, seed, tuple(str(p) for p in settings.hide), str(scratch)
+            )
+            LocalExecutor(config, assignment, workers=1, log_dir=None).run(
+                [BatchItem(key=assignment.id, path=path)],
+                lambda _item, report: reports.append(report),
+            )
+        result = report_from_dict(reports[0]).result
+    except Exception as error:  # the grader's own failure: say so in the result
+        log.exception("grading failed")
+        message = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
+        return crashed_result(assignment, message, seed=seed, device=device)
+    # report.json does not carry the part files; the assignment does.
+    files = {part.id: part.file for part in assignment.parts}
+    parts = tuple(dataclasses.replace(p, file=files.get(p.id, p.file)) for p in result.parts)
+    return dataclasses.replace(result, parts=parts)

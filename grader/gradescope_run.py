@@ -24,7 +24,7 @@ from grader.atomic import write_json_atomic
 from grader.grade import (
     GradeSettings,
     crashed_result,
-    grade_submission,
+    grade_in_worker,
     provisional_result,
     resolve_device,
 )
@@ -190,8 +190,8 @@ def run_gradescope(
     _write(layout, provisional_result(assignment, seed=seed, device=device), {})
     try:
         upload, notes = pick_upload(layout.submission, assignment)
-        result = _with_notes(grade_submission(upload, assignment, settings), notes)
-    except Exception as error:  # grade_submission should not raise; if it does, say so
+        result = _with_notes(grade_in_worker(upload, assignment, settings), notes)
+    except Exception as error:  # grade_in_worker should not raise; if it does, say so
         log.exception("grading failed")
         message = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
         result = crashed_result(assignment, message, seed=seed, device=device)

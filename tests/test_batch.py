@@ -39,6 +39,7 @@ from grader.batch.metadata import MAX_METADATA_BYTES, Submitter, read_gradescope
 from grader.batch.resume import is_up_to_date, report_path
 from grader.batch.stats import summarize
 from grader.batch.summary import summary_html
+from grader.batch.workers import worker_environment
 from grader.errors import UsageError
 from grader.report import Report, report_from_dict
 from tests.support import (
@@ -89,6 +90,18 @@ submission_102:
     :email: grace@example.edu
   :score: 10.0
 """
+
+
+def test_workers_get_only_the_environment_grading_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A worker forks the sandbox's zygote from itself, and student code can read the
+    # environment block a process inherits: a staff token must not reach it.
+    monkeypatch.setenv("CANVAS_API_TOKEN", "secret")
+    monkeypatch.setenv("GRADER_TEST_TIMEOUT_S", "7")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    env = worker_environment()
+    assert "CANVAS_API_TOKEN" not in env
+    assert env["GRADER_TEST_TIMEOUT_S"] == "7" and env["CUDA_VISIBLE_DEVICES"] == "1"
+    assert env["PYTHONPATH"] == str(COURSE_ROOT) and env["OMP_NUM_THREADS"] == "1"
 
 
 def test_metadata_with_ruby_tags_gives_the_submitters(tmp_path: Path) -> None:

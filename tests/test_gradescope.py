@@ -250,7 +250,7 @@ def test_provisional_results_come_first_and_a_crash_is_reported(
         seen["hide"] = settings.hide
         raise RuntimeError("the grader broke")
 
-    monkeypatch.setattr("grader.gradescope_run.grade_submission", crashing_grade)
+    monkeypatch.setattr("grader.gradescope_run.grade_in_worker", crashing_grade)
     run = run_gradescope(
         root, assignment_name="pytorch_basics", settings=GradeSettings(device="cpu")
     )

@@ -30,7 +30,7 @@ from grader.refcache import ReferenceCache
 from grader.report import MAX_REPORT_BYTES
 
 if TYPE_CHECKING:
-    from grader.sandbox.client import Sandbox
+    from grader.sandbox.client import PreforkedZygote, Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class WorkerConfig:
 class GradingWorker:
     """One warm grading process: torch imported once, one fork server for every submission."""
 
-    def __init__(self, config: WorkerConfig) -> None:
+    def __init__(self, config: WorkerConfig, *, preforked: PreforkedZygote | None = None) -> None:
         from grader.grade import GradeSettings, resolve_device, sandbox_settings
         from grader.sandbox.client import Sandbox
 
@@ -94,7 +94,10 @@ class GradingWorker:
         # Traversable (not listable) so the sandbox user can reach its own job folders.
         self._workdir.chmod(0o711)
         self.sandbox: Sandbox = Sandbox(
-            sandbox_settings(self.assignment, self.settings, device), {}, self._workdir / "sandbox"
+            sandbox_settings(self.assignment, self.settings, device),
+            {},
+            self._workdir / "sandbox",
+            preforked=preforked,
         )
         self.sandbox.start()
         # Every submission here is graded with the same seed and reference.
@@ -145,9 +148,16 @@ def serve_worker(parent: int) -> int:
         replies.write(json.dumps(message) + "\n")
         replies.flush()
 
+    # Nothing of the batch has been read yet (the coordinator gave us a scrubbed environment
+    # and only its pid): the sandbox's zygote, forked now, shares our `import torch`.
+    from grader.grade import GradeSettings, configure_trusted_process
+    from grader.sandbox.client import PreforkedZygote
+
+    configure_trusted_process(GradeSettings().threads)
+    preforked = PreforkedZygote()
     config = WorkerConfig.from_json(sys.stdin.readline())
     try:
-        worker = GradingWorker(config)
+        worker = GradingWorker(config, preforked=preforked)
     except Exception as error:
         log.exception("worker start failed")
         reply({"event": "failed", "message": f"{type(error).__name__}: {error}"})
@@ -215,7 +225,7 @@ class LocalExecutor:
     """Worker processes on this machine, each grading one submission at a time."""
 
     def __init__(
-        self, config: WorkerConfig, assignment: Assignment, *, workers: int, log_dir: Path
+        self, config: WorkerConfig, assignment: Assignment, *, workers: int, log_dir: Path | None
     ) -> None:
         self.config = config
         self.assignment = assignment
@@ -259,11 +269,7 @@ class LocalExecutor:
                 pool[pool.index(worker)] = self._replace(worker, on_done, queue, message=hung)
 
     def _start(self, slot: int) -> _WorkerProcess:
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
-        # One intra-op thread per torch process, so workers do not fight over the cores.
-        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(COURSE_ROOT))
-        with (self.log_dir / f"worker-{slot}.log").open("ab") as log_file:
+        with self._log_file(slot) as log_file:
             process = subprocess.Popen(
                 [
                     sys.executable,
@@ -276,7 +282,7 @@ class LocalExecutor:
                 stdout=subprocess.PIPE,
                 stderr=log_file,
                 cwd=COURSE_ROOT,
-                env=env,
+                env=worker_environment(),
                 start_new_session=True,  # Ctrl-C reaches the coordinator, which stops workers
             )
         assert process.stdin is not None and process.stdout is not None
@@ -286,6 +292,13 @@ class LocalExecutor:
         worker = _WorkerProcess(slot=slot, process=process)
         self._selector.register(process.stdout, selectors.EVENT_READ, worker)
         return worker
+
+    def _log_file(self, slot: int) -> contextlib.AbstractContextManager[Any]:
+        """The worker's stderr: a log per slot, or ours when there is no log folder."""
+        if self.log_dir is None:
+            return contextlib.nullcontext(None)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        return (self.log_dir / f"worker-{slot}.log").open("ab")
 
     def _assign(self, worker: _WorkerProcess, item: BatchItem) -> None:
         assert worker.process.stdin is not None
@@ -338,6 +351,8 @@ class LocalExecutor:
         if not worker.ready:
             self._failed_starts += 1
             if self._failed_starts >= MAX_FAILED_STARTS:
+                if self.log_dir is None:
+                    raise GraderError("grading workers keep failing to start; see above")
                 worker_log = self.log_dir / f"worker-{worker.slot}.log"
                 raise GraderError(
                     f"batch workers keep failing to start; {worker_log} ends with:\n"
@@ -381,6 +396,24 @@ class LocalExecutor:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+
+
+# What a worker keeps of the environment it is started from. The sandbox's zygote is forked
+# from the worker and a student process can read the environment block it inherits, so
+# nothing else of the coordinator's (tokens, credentials) may reach a worker.
+WORKER_ENVIRONMENT = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LD_LIBRARY_PATH")
+WORKER_ENVIRONMENT_PREFIXES = ("GRADER_", "LC_", "CUDA_", "NVIDIA_", "PYTORCH_")
+
+
+def worker_environment() -> dict[str, str]:
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name in WORKER_ENVIRONMENT or name.startswith(WORKER_ENVIRONMENT_PREFIXES)
+    }
+    # One intra-op thread per torch process, so workers do not fight over the cores.
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(COURSE_ROOT))
+    return env
 
 
 def _tail(path: Path, limit: int = 2000) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -25,10 +26,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from grader.errors import ConfigError
 from grader.jsonlines import JsonLines
@@ -40,6 +42,8 @@ from grader.sandbox.settings import PROTECTION_NAMES, SandboxSettings
 log = logging.getLogger(__name__)
 
 SERVER_SCRIPT = Path(__file__).with_name("server.py")
+# Descriptors a forked zygote closes: everything this process had open but the protocol's.
+MAX_INHERITED_FD = 65536
 # World-writable places that each job gets as a private, empty, size-capped tmpfs.
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 SERVER_START_TIMEOUT_S = 180.0
@@ -88,6 +92,75 @@ def _restrict(path: Path) -> None:
             log.info("removed other users' access to %s", path)
 
 
+class PreforkedZygote:
+    """The sandbox's zygote, forked from this process rather than started as a new one.
+
+    `import torch` is most of what starting a grader costs, and the trusted side and the
+    zygote each paid it. A process that has imported torch but holds nothing of a grading
+    run yet (a grading worker before it reads its first line) forks the zygote from itself
+    instead, and the two share one import. The zygote holds what this process held at the
+    fork, so only fork where that is nothing secret: no submission, no solution, no seed, and
+    an environment already scrubbed (a student process can read the initial environment
+    block it inherits). It then runs server.py's `main`, as `python -I server.py` would.
+    Duck-types the parts of `subprocess.Popen` the sandbox uses: pid, stdout, poll, wait.
+    """
+
+    def __init__(self) -> None:
+        self.control, zygote_end = socket.socketpair()
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child becomes the zygote and never returns
+            _become_zygote(zygote_end.fileno(), write_fd)
+        zygote_end.close()
+        os.close(write_fd)
+        self.pid = pid
+        self.stdout = os.fdopen(read_fd, "rb", buffering=0)
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            with contextlib.suppress(ChildProcessError):
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid == 0:
+                    return None
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            try:
+                self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+            except ChildProcessError:  # reaped elsewhere: its status is lost
+                self.returncode = -signal.SIGKILL
+        return self.returncode
+
+
+def _become_zygote(control_fd: int, replies_fd: int) -> NoReturn:  # pragma: no cover
+    """In the forked child: the descriptors and session `python -I server.py` would have.
+
+    The environment, working folder and log come with the Config (server.py's `main`).
+    """
+    code = 1
+    try:
+        os.setsid()
+        os.dup2(control_fd, 0)
+        os.dup2(replies_fd, 1)
+        os.closerange(3, MAX_INHERITED_FD)
+        # What `-I` leaves out: the working folder and PYTHONPATH (the course checkout).
+        extra = {"", os.getcwd(), *os.environ.get("PYTHONPATH", "").split(os.pathsep)}
+        sys.path[:] = [entry for entry in sys.path if entry not in extra]
+        spec = importlib.util.spec_from_file_location("_grader_sandbox_server", SERVER_SCRIPT)
+        assert spec is not None and spec.loader is not None
+        server = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = server  # as for any module: its dataclasses look it up
+        spec.loader.exec_module(server)
+        code = server.main()
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
 class Sandbox:
     """A fork server for one submission; use as a context manager.
 
@@ -95,15 +168,25 @@ class Sandbox:
     takes every student process with it): start it from a thread that outlives it.
     """
 
-    def __init__(self, settings: SandboxSettings, submission_files: dict[str, Path], workdir: Path):
+    def __init__(
+        self,
+        settings: SandboxSettings,
+        submission_files: dict[str, Path],
+        workdir: Path,
+        *,
+        preforked: PreforkedZygote | None = None,
+    ):
         self.settings = settings
+        # A zygote forked from this process before it held anything secret: the first start
+        # uses it; a restart after it died starts a fresh interpreter.
+        self._preforked = preforked
         self.submission_files = dict(submission_files)
         self.workdir = workdir
         self.identity: SandboxIdentity | None = None
         # What is in force for student code (environment.sandbox in report.json).
         self.protections: dict[str, Any] = {}
         # The zygote: its control socket (our end), and its replies on its stdout.
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: subprocess.Popen[bytes] | PreforkedZygote | None = None
         self._control: socket.socket | None = None
         self._zygote_replies = _Lines(-1)
         # The current submission's server, forked by the zygote: its pid and protocol socket.
@@ -182,27 +265,36 @@ class Sandbox:
             "parent": os.getpid(),
             "uid": self.identity.uid if self.identity else None,
             "gid": self.identity.gid if self.identity else None,
+            "environment": _scrubbed_environment(self.settings, self.workdir),
         }
-        log_file = (self.workdir / "server.log").open("ab")
-        # Its stdin is a unix socket: each submission's channel is handed over through it.
-        control, zygote_end = socket.socketpair()
-        with zygote_end:
-            self._process = subprocess.Popen(
-                [sys.executable, "-I", str(SERVER_SCRIPT)],
-                stdin=zygote_end.fileno(),
-                stdout=subprocess.PIPE,
-                stderr=log_file,
-                cwd=self.workdir,
-                env=_scrubbed_environment(self.settings, self.workdir),
-                start_new_session=True,
-            )
-        log_file.close()
+        preforked, self._preforked = self._preforked, None
+        if preforked is not None:
+            self._process, control = preforked, preforked.control
+        else:
+            self._process, control = self._start_zygote(config)
         assert self._process.stdout is not None
         self._control = control
         self._zygote_replies = _Lines(self._process.stdout.fileno())
         self._ready = False
         with contextlib.suppress(OSError):
             control.sendall((json.dumps(config) + "\n").encode())
+
+    def _start_zygote(self, config: Config) -> tuple[subprocess.Popen[bytes], socket.socket]:
+        """A zygote of its own: a fresh interpreter that imports torch itself."""
+        log_file = (self.workdir / "server.log").open("ab")
+        # Its stdin is a unix socket: each submission's channel is handed over through it.
+        control, zygote_end = socket.socketpair()
+        with zygote_end, log_file:
+            process = subprocess.Popen(
+                [sys.executable, "-I", str(SERVER_SCRIPT)],
+                stdin=zygote_end.fileno(),
+                stdout=subprocess.PIPE,
+                stderr=log_file,
+                cwd=self.workdir,
+                env=config["environment"],
+                start_new_session=True,
+            )
+        return process, control
 
     def wait_ready(self) -> None:
         """Wait until the launched server has imported torch and probed its protections."""

@@ -92,6 +92,8 @@ class Config(TypedDict):
     # The sandbox's own uid and gid (None when the grader is not root: no change of user).
     uid: int | None
     gid: int | None
+    # The server's whole environment (a forked zygote replaces the one it inherited).
+    environment: dict[str, str]
 
 
 class Ready(TypedDict):

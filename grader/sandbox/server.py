@@ -1,6 +1,8 @@
 """The student side: a fork server that runs probes against student code, one process per job.
 
-Started by client.py as `python -I server.py`, with a scrubbed environment.
+Started by client.py as `python -I server.py`, or forked by a grading worker that has
+imported torch and holds nothing secret yet (client.PreforkedZygote, sharing that import),
+and given a scrubbed environment either way.
 It imports only the standard library and torch (never the grader package), imports torch
 once, triggers torch's lazy imports once, and then forks one fresh *student process* per
 job, which before any student code:
@@ -1368,6 +1370,16 @@ def main() -> int:
     os.dup2(null, 0)
     os.dup2(null, 1)
     config: Config = _read_config(control)
+    # As the client started us, or as it would have had it forked us from itself (a
+    # PreforkedZygote): its scrubbed environment, our folder, our log.
+    os.environ.clear()
+    os.environ.update(config["environment"])
+    os.chdir(config["workdir"])
+    log_fd = os.open(
+        os.path.join(config["workdir"], "server.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600
+    )
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
     # If the grader dies (even by SIGKILL, say out of memory), so do we and every job below
     # us: each job's student process dies with us, and with it its whole pid namespace.
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

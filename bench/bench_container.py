@@ -1,0 +1,86 @@
+"""Time grading in the Gradescope container at 0.5, 1 and 2 CPUs against the floor there.
+
+The container is the image `make docker` built, run as Gradescope runs it (`--network none`,
+`--memory=768m`, no extra capabilities) with this checkout's autograder mounted as its source
+(as `make docker-test DOCKER_TEST_ARGS=--no-build` does), so it times the grader as it is
+now. For each CPU limit it prints the median wall time of
+
+- grade: the reference graded through /autograder/run_autograder, as Gradescope runs it;
+- floor: bench/bench_grade.py --floor in the same container, one process that imports torch
+  and runs the hidden suite's raw compute for both sides, with no sandbox;
+
+and their ratio. Both include starting the container.
+
+Usage: python bench/bench_container.py [--repeats N] [--cpus 0.5 1 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "docker"))
+
+import container_test  # noqa: E402  (the container test's image and case helpers)
+
+ASSIGNMENT = "pytorch_basics"
+MEMORY = "768m"
+
+
+def floor_seconds(tag: str, source: Path, cpus: str) -> float:
+    command = [
+        "docker", "run", "--rm", "--network", "none", f"--cpus={cpus}", f"--memory={MEMORY}",
+        "-v", f"{source}:/autograder/source",
+        "-v", f"{ROOT / 'bench'}:/autograder/source/bench:ro",
+        tag, "/autograder/venv/bin/python", "/autograder/source/bench/bench_grade.py",
+        "--floor", "--device", "cpu",
+    ]  # fmt: skip
+    started = time.monotonic()
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - started
+    if completed.returncode != 0:
+        raise SystemExit(f"the floor failed in the container:\n{completed.stderr[-2000:]}")
+    return float(seconds)
+
+
+def grade_seconds(tag: str, source: Path, cpus: str, reference: container_test.Case) -> float:
+    limits = [f"--cpus={cpus}", f"--memory={MEMORY}"]
+    results, seconds = container_test.grade_in_container(tag, reference, limits, source)
+    got = container_test.part_scores(results)
+    if got != reference.expected:
+        raise SystemExit(f"the reference did not get full marks in the container: {got}")
+    return float(seconds)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cpus", nargs="+", default=["0.5", "1", "2"])
+    args = parser.parse_args()
+    container_test.ensure_engine()
+    tag = f"torch-grader-autograder:{ASSIGNMENT}"
+    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode:
+        raise SystemExit(f"no image {tag}: build it first with `make docker`")
+    source = container_test.checkout_source(ASSIGNMENT)
+    with tempfile.TemporaryDirectory(prefix="bench-container-") as scratch:
+        (reference,) = container_test.cases(ASSIGNMENT, Path(scratch), {"reference"})
+        print(f"{args.repeats} runs each, medians, --memory={MEMORY}")
+        print(f"{'cpus':>5} {'floor s':>8} {'grade s':>8} {'ratio':>6}")
+        for cpus in args.cpus:
+            floors, grades = [], []
+            for _ in range(args.repeats):
+                floors.append(floor_seconds(tag, source, cpus))
+                grades.append(grade_seconds(tag, source, cpus, reference))
+            floor, grade = statistics.median(floors), statistics.median(grades)
+            print(f"{cpus:>5} {floor:8.2f} {grade:8.2f} {grade / floor:5.2f}x", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
