@@ -300,6 +300,8 @@ def run_case(case: Case, work: Path, environment: dict[str, str]) -> Outcome:
             PYTHONPATH=str(COURSE_ROOT),
             GRADER_TEST_TIMEOUT_S=TEST_TIMEOUT_S,
             HOSTILE_SECRET=secret,
+            # Named like the grader's own settings, which a grading worker keeps only by name.
+            GRADER_HOSTILE_SECRET=secret,
         )
         results_path, report_path = outputs / "results.json", outputs / "report.json"
         started = time.monotonic()

@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from grader.assignment import COURSE_ROOT, Assignment, load_assignment
 from grader.batch.discovery import BatchItem
+from grader.course import COURSE_ENV
 from grader.errors import GraderError, UsageError
 from grader.jsonlines import JsonLines
 from grader.refcache import ReferenceCache
 from grader.report import MAX_REPORT_BYTES
+from grader.sandbox.settings import TIMEOUT_OVERRIDE_ENV
 
 if TYPE_CHECKING:
     from grader.sandbox.client import PreforkedZygote, Sandbox
@@ -398,21 +400,29 @@ class LocalExecutor:
                     stream.close()
 
 
-# What a worker keeps of the environment it is started from. The sandbox's zygote is forked
-# from the worker and a student process can read the environment block it inherits, so
-# nothing else of the coordinator's (tokens, credentials) may reach a worker.
-WORKER_ENVIRONMENT = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LD_LIBRARY_PATH")
-WORKER_ENVIRONMENT_PREFIXES = ("GRADER_", "LC_", "CUDA_", "NVIDIA_", "PYTORCH_")
+# What a worker keeps of the environment it is started from, by name. The sandbox's zygote is
+# forked from the worker, so a student process can read the worker's initial environment
+# block in its own memory: only variables grading needs, whose values are no secret, may be
+# here (a staff token named GRADER_... must not come along).
+WORKER_ENVIRONMENT = (
+    COURSE_ENV,  # which course folder the worker's assignment comes from
+    TIMEOUT_OVERRIDE_ENV,  # the per-test time limit, where staff lowered it
+    "CUDA_VISIBLE_DEVICES",  # which GPU grading uses
+    "LD_LIBRARY_PATH",  # where a system CUDA's libraries are
+    "TMPDIR",  # where scratch folders go
+)
 
 
 def worker_environment() -> dict[str, str]:
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if name in WORKER_ENVIRONMENT or name.startswith(WORKER_ENVIRONMENT_PREFIXES)
-    }
-    # One intra-op thread per torch process, so workers do not fight over the cores.
-    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(COURSE_ROOT))
+    env = {name: os.environ[name] for name in WORKER_ENVIRONMENT if name in os.environ}
+    env.update(
+        PATH="/usr/local/bin:/usr/bin:/bin",
+        LANG="C.UTF-8",
+        # One intra-op thread per torch process, so workers do not fight over the cores.
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        PYTHONPATH=str(COURSE_ROOT),
+    )
     return env
 
 
