@@ -324,9 +324,9 @@ EXPECTED_TOTALS = {
     "relu_a": 74,
     "relu_b": 74,
     "syntax": 60,
-    "w1_a": 66,
-    "w1_b": 66,
-    "w1_c": 66,
+    "w1_a": 69,
+    "w1_b": 69,
+    "w1_c": 69,
 }
 
 
@@ -444,7 +444,7 @@ def test_a_rerun_after_a_fix_regrades_only_the_affected_and_diffs_them(
         report = json.loads(paths[key].read_text())
         report["solutions_sha256"] = "graded-before-the-fix"
         if key == "w1_a":
-            report["score"] += 14.0
+            report["score"] += 11.0
             report["parts"]["manual_backprop"]["score"] = 20.0
         paths[key].write_text(json.dumps(report))
     kept = {k: p.stat().st_mtime_ns for k, p in paths.items() if k not in ("w1_a", "relu_a")}
@@ -460,7 +460,7 @@ def test_a_rerun_after_a_fix_regrades_only_the_affected_and_diffs_them(
     rows = list(csv.DictReader(io.StringIO((out / "regrade-diff.csv").read_text())))
     assert [row["submission"] for row in rows] == ["relu_a", "w1_a"]
     assert rows[0]["change"] == "0" and rows[0]["parts changed"] == ""
-    assert float(rows[1]["change"]) == pytest.approx(-14.0)
-    assert rows[1]["parts changed"] == "manual_backprop: 20 -> 6"
-    assert "regraded w1_a: 80 -> 66 (-14) [manual_backprop 20 -> 6]" in result.stdout
+    assert float(rows[1]["change"]) == pytest.approx(-11.0)
+    assert rows[1]["parts changed"] == "manual_backprop: 20 -> 9"
+    assert "regraded w1_a: 80 -> 69 (-11) [manual_backprop 20 -> 9]" in result.stdout
     assert "regraded relu_a" not in result.stdout
