@@ -422,6 +422,9 @@ def worker_environment() -> dict[str, str]:
         OMP_NUM_THREADS="1",
         MKL_NUM_THREADS="1",
         PYTHONPATH=str(COURSE_ROOT),
+        # Ask NVML, not the CUDA driver, whether a GPU exists: the zygote is forked from the
+        # worker, and CUDA initialised before a fork is unusable in every child.
+        PYTORCH_NVML_BASED_CUDA_CHECK="1",
     )
     return env
 
