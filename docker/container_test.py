@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -30,6 +31,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests import test_hostile  # noqa: E402  (the hostile suite's own case builder)
+from tests.deep_folders import remove_tree  # noqa: E402
 
 BUILD = ROOT / "build" / "docker"
 GRADESCOPE_BASE = "gradescope/autograder-base:ubuntu-22.04"
@@ -178,11 +181,21 @@ def build_image(assignment: str, base: str, tag: str) -> None:
     )
 
 
+@contextlib.contextmanager
+def scratch_folder(prefix: str) -> Iterator[Path]:
+    """A temporary folder removed deepest first: one case nests 1,100 folders, past the
+    recursion limit of shutil.rmtree (and so of TemporaryDirectory)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield folder
+    finally:
+        remove_tree(folder)
+
+
 def grade_in_container(
     tag: str, case: Case, limits: list[str], source: Path | None
 ) -> tuple[dict[str, Any], float]:
-    with tempfile.TemporaryDirectory(prefix="container-test-") as scratch:
-        run = Path(scratch)
+    with scratch_folder("container-test-") as run:
         (run / "submission").mkdir()
         (run / "results").mkdir()
         if case.submission.is_dir():
@@ -273,7 +286,8 @@ def report(case: Case, results: dict[str, Any], seconds: float) -> bool:
     wrong = {
         part: (got.get(part, 0.0), want)
         for part, want in case.expected.items()
-        if abs(got.get(part, 0.0) - want) > 1e-6
+        # results.json rounds each test's score to 6 decimals; a part sums several.
+        if abs(got.get(part, 0.0) - want) > 1e-4
     }
     sandbox = results.get("extra_data", {}).get("environment", {}).get("sandbox", {})
     passed = bool(results) and not wrong
@@ -313,8 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     limits = [f"--cpus={args.cpus}", f"--memory={args.memory}"]
     failures = 0
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="container-cases-") as scratch:
-        chosen = cases(args.assignment, Path(scratch), set(args.only))
+    with scratch_folder("container-cases-") as scratch:
+        chosen = cases(args.assignment, scratch, set(args.only))
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             graded = pool.map(lambda case: grade_in_container(tag, case, limits, source), chosen)
             for case, (results, seconds) in zip(chosen, graded, strict=True):
