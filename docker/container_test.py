@@ -280,15 +280,20 @@ def _container_attacks() -> list[test_hostile.Case]:
     return loaded
 
 
-def report(case: Case, results: dict[str, Any], seconds: float) -> bool:
-    """Print one line for `case`; True when every part scored as expected."""
+def wrong_parts(case: Case, results: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """Part -> (got, expected) for every part of `case` that did not score as expected."""
     got = part_scores(results)
-    wrong = {
+    return {
         part: (got.get(part, 0.0), want)
         for part, want in case.expected.items()
         # results.json rounds each test's score to 6 decimals; a part sums several.
         if abs(got.get(part, 0.0) - want) > 1e-4
     }
+
+
+def report(case: Case, results: dict[str, Any], seconds: float) -> bool:
+    """Print one line for `case`; True when every part scored as expected."""
+    wrong = wrong_parts(case, results)
     sandbox = results.get("extra_data", {}).get("environment", {}).get("sandbox", {})
     passed = bool(results) and not wrong
     detail = f"wrong {wrong}" if wrong else ("no results.json" if not results else "")

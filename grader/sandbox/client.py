@@ -118,20 +118,22 @@ class PreforkedZygote:
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
-        if self.returncode is None:
-            with contextlib.suppress(ChildProcessError):
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-                if pid == 0:
-                    return None
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
+        return self._reap(os.WNOHANG)
 
     def wait(self) -> int:
+        returncode = self._reap(0)
+        assert returncode is not None
+        return returncode
+
+    def _reap(self, flags: int) -> int | None:
         if self.returncode is None:
             try:
-                self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+                pid, status = os.waitpid(self.pid, flags)
             except ChildProcessError:  # reaped elsewhere: its status is lost
                 self.returncode = -signal.SIGKILL
+            else:
+                if pid != 0:
+                    self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
 
 
