@@ -33,6 +33,7 @@ from grader.mistakes import (
 )
 from grader.refcache import ReferenceCache
 from grader.results import Outcome, TestResult
+from grader.rules import StudentSource
 from grader.sandbox.client import PendingJob, Sandbox
 from grader.sandbox.feedback import StudentFailure
 from grader.seeds import hidden_seed
@@ -135,7 +136,7 @@ class GradingSession:
             device=self.device,
         )
 
-    def source(self, part: Part) -> str:
+    def source(self, part: Part) -> StudentSource:
         self._refuse_if_unrunnable(part)
         if part.id in self._too_complex:
             raise StudentFailure(
@@ -143,7 +144,13 @@ class GradingSession:
                 f"{self._too_complex[part.id]} (Same problem as in an earlier test of this "
                 "part, so this test was not run.)",
             )
-        return self.submission.files[part.file].read_text(encoding="utf-8")
+        # Every submission file travels along: a rule also holds for the files a part imports.
+        files = {
+            name: path.read_text(encoding="utf-8", errors="replace")
+            for name, path in self.submission.files.items()
+        }
+        files[part.file] = self.submission.files[part.file].read_text(encoding="utf-8")
+        return StudentSource(part.file, files)
 
     def run_source_test(self, part: Part, test: Callable[[], None]) -> None:
         """Run a test that reads `part`'s source in a limited child; re-raise its verdict here.
@@ -354,7 +361,7 @@ class GraderPlugin:
         return self.session.device
 
     @pytest.fixture
-    def student_source(self, request: pytest.FixtureRequest) -> str:
+    def student_source(self, request: pytest.FixtureRequest) -> StudentSource:
         return self.session.source(request.node.stash[PART_KEY])
 
     @pytest.fixture

@@ -9,6 +9,11 @@ the Python functions a run-time check can watch (`torch._C`, `torch.ops`,
 `torch._VariableFunctions`). Such a rule still cannot be complete (Python can always build a
 name some other way), so hidden tests give it a low weight and pair it with a run-time check.
 
+A rule holds for the code a part runs, not only the part's file: given a `StudentSource`
+(what the `student_source` fixture provides), `forbidden_uses` also reads every submission
+file the part imports, directly or through another, so a forbidden call moved into another
+part file and imported from there is found (dynamic imports are refused above).
+
 Nothing here bounds its own work: the plugin runs every hidden test that reads student source
 in a limited child (`GradingSession.run_source_test` in grader/plugin.py).
 """
@@ -17,8 +22,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 # Builtins that reach attributes or run code by names given as data.
 DYNAMIC_BUILTINS = frozenset(
@@ -56,11 +62,18 @@ DYNAMIC_ATTRIBUTES = frozenset(
         "modules",  # sys.modules
     }
 )
+# Frames and code objects: how code reaches, and rewrites, functions it was not given (the
+# probe that checks it at run time, say).
+FRAME_ATTRIBUTES = frozenset(
+    {"__code__", "_getframe", "f_back", "f_globals", "f_locals", "gi_frame", "tb_frame"}
+)
 # Modules that turn a string or bytes into any object by name (pickle's GLOBAL opcode,
 # pydoc.locate, ...) or run code built at run time.
 DYNAMIC_MODULES = (
     *("importlib", "builtins", "operator", "pickle", "_pickle", "copyreg", "marshal"),
     *("pydoc", "pkgutil", "runpy", "ctypes", "code", "codeop"),
+    # Every live object, or every frame, found without being named.
+    *("gc", "inspect"),
 )
 # torch's entry points below its Python API: every built-in op and the autograd engine are
 # reachable there, and calls through them skip `__torch_function__` hooks.
@@ -121,12 +134,72 @@ def _under(module: str, prefixes: Iterable[str]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
 
 
+class StudentSource(str):
+    """A part file's text (the string itself) and the submission's other Python files.
+
+    `files` maps every submission file name to its text, this one's included; `name` is this
+    one's. A plain `str` works wherever this does, and is read alone.
+    """
+
+    name: str
+    files: Mapping[str, str]
+
+    def __new__(cls, name: str, files: Mapping[str, str]) -> StudentSource:
+        source = super().__new__(cls, files[name])
+        source.name = name
+        source.files = dict(files)
+        return source
+
+
+def _imported_modules(tree: ast.AST) -> Iterable[str]:
+    """Top-level names of the modules `tree` imports anywhere; `from . import x` names x."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.module:
+                yield node.module.split(".")[0]
+            elif node.level:
+                yield from (alias.name for alias in node.names)
+
+
+def _reached_files(source: StudentSource) -> list[tuple[str, ast.Module]]:
+    """The part's file, then every submission file it imports (transitively), parsed.
+
+    Raises SyntaxError (naming the file) when one of them does not parse.
+    """
+    by_module = {Path(name).stem: name for name in source.files if name.endswith(".py")}
+    queue, reached = [source.name], []
+    seen = {source.name}
+    while queue:
+        name = queue.pop(0)
+        tree = ast.parse(source.files[name], filename=name)
+        reached.append((name, tree))
+        for module in _imported_modules(tree):
+            imported = by_module.get(module)
+            if imported is not None and imported not in seen:
+                seen.add(imported)
+                queue.append(imported)
+    return reached
+
+
 def forbidden_uses(source: str, rule: Rule) -> list[str]:
     """One "line N: what" per use of something `rule` forbids, or of dynamic access.
 
-    Raises SyntaxError when `source` does not parse.
+    For a `StudentSource`, the files it imports are read too, their uses given as
+    "other.py (imported) line N: what". Raises SyntaxError when a file does not parse.
     """
-    tree = ast.parse(source)
+    if not isinstance(source, StudentSource):
+        return [f"line {line}: {what}" for line, what in _uses_in(ast.parse(source), rule)]
+    found = []
+    for name, tree in _reached_files(source):
+        where = "" if name == source.name else f"{name} (imported by {source.name}) "
+        found += [f"{where}line {line}: {what}" for line, what in _uses_in(tree, rule)]
+    return found
+
+
+def _uses_in(tree: ast.Module, rule: Rule) -> list[tuple[int, str]]:
+    """(line, what) per forbidden or dynamic use in `tree`, in order."""
     docstrings = _docstrings(tree)
     # The getattr(...) calls whose name is a literal: the call is fine, the name is checked.
     literal_calls = {
@@ -139,7 +212,7 @@ def forbidden_uses(source: str, rule: Rule) -> list[str]:
         for node in ast.walk(tree)
         if (what := _forbidden_use(node, rule, literal_calls, docstrings))
     }
-    return [f"line {line}: {what}" for line, what in sorted(found)]
+    return sorted(found)
 
 
 def _forbidden_use(node: ast.AST, rule: Rule, literal_calls: set[int], docstrings: set[int]) -> str:
@@ -169,6 +242,8 @@ def _attribute_use(attribute: str, rule: Rule) -> str:
         return f".{attribute} (torch's low-level entry points)"
     if attribute in DYNAMIC_ATTRIBUTES:
         return f".{attribute} (attributes looked up by name)"
+    if attribute in FRAME_ATTRIBUTES:
+        return f".{attribute} (frames and code objects)"
     return ""
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.rules import Rule, cpu_only_uses, forbidden_uses
+from grader.rules import Rule, StudentSource, cpu_only_uses, forbidden_uses
 
 NO_AUTOGRAD = Rule(
     attributes=frozenset({"backward", "requires_grad_", "autograd"}),
@@ -44,6 +44,11 @@ NO_AUTOGRAD = Rule(
             "_execution_engine",
         ),
         ("from torch.utils._python_dispatch import _disable_current_modes", "_python_dispatch"),
+        # Ways to reach and rewrite the run-time check's probe.
+        ("import gc", "import of gc"),
+        ("f = inspect.currentframe().f_back", ".f_back"),
+        ("probe.__code__ = fake.__code__", ".__code__"),
+        ("g = sys._getframe(1).f_globals", ".f_globals"),
     ],
 )
 def test_forbidden_and_dynamic_uses_are_found(source: str, found: str) -> None:
@@ -92,3 +97,26 @@ def test_numpy_on_tensors_is_found_as_cpu_only() -> None:
         "line 5: exp() from numpy",
     ]
     assert cpu_only_uses("import torch\ndef f(x):\n    return torch.exp(x)\n") == []
+
+
+def test_a_rule_follows_the_submission_files_a_part_imports() -> None:
+    files = {
+        "manual_backprop.py": "from helpers import grads\nimport torch\n",
+        # Reached through helpers.py; the cycle back to the part is read once.
+        "helpers.py": "from . import deeper\nimport manual_backprop\ndef grads(): pass\n",
+        "deeper.py": "def g(loss):\n    loss.backward()\n",
+        "unrelated.py": "loss.backward()\n",
+    }
+    source = StudentSource("manual_backprop.py", files)
+    assert source == files["manual_backprop.py"]
+    assert forbidden_uses(source, NO_AUTOGRAD) == [
+        "deeper.py (imported by manual_backprop.py) line 2: .backward"
+    ]
+    # A plain string is read alone.
+    assert forbidden_uses(files["manual_backprop.py"], NO_AUTOGRAD) == []
+
+
+def test_an_imported_file_that_does_not_parse_is_named() -> None:
+    source = StudentSource("a.py", {"a.py": "import b\n", "b.py": "def (:\n"})
+    with pytest.raises(SyntaxError, match=r"b\.py"):
+        forbidden_uses(source, NO_AUTOGRAD)
