@@ -25,6 +25,7 @@ from grader.sandbox import confine as sandbox_confine
 from grader.sandbox.client import PendingJob, Sandbox, SandboxError
 from grader.sandbox.feedback import StudentFailure
 from grader.sandbox.identity import live_processes_of, remove_files_of
+from grader.sandbox.protocol import MAX_RESULT_HEADER_BYTES
 from grader.sandbox.settings import (
     PROTECTION_NAMES,
     TIMEOUT_OVERRIDE_ENV,
@@ -192,6 +193,18 @@ def test_results_with_more_values_than_the_cap_are_refused_before_parsing(
     with pytest.raises(ValueError, match=f"more than {MAX_RESULT_VALUES:,} values"):
         decode_result(path)
     assert parsed == []
+
+
+def test_a_result_of_long_text_is_refused_on_both_sides(tmp_path: Path) -> None:
+    # A 3 MiB string of lone surrogates would be 6 MB per copy in the grading process.
+    text = "\ud800" * (3 * 2**20)
+    with pytest.raises(ValueError, match=r"MiB of text, numbers and lists outside tensors"):
+        _server_module()._encode_result({"device": text}, torch)
+    forged = _forged({"version": 1, "value": text}, tmp_path / "long.bin")
+    with pytest.raises(ValueError, match=r"over the 2 MiB cap"):
+        decode_result(forged)
+    at_cap = "x" * (MAX_RESULT_HEADER_BYTES - 100)
+    assert decode_result(_encoded(at_cap, tmp_path / "at-cap.bin")) == at_cap
 
 
 def test_output_capture_keeps_a_bounded_head_and_tail(tmp_path: Path) -> None:

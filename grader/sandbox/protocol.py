@@ -33,6 +33,23 @@ from typing import Literal, TypedDict
 # The result's wire format: a 4-byte little-endian header length, a JSON header {"version",
 # "value"}, then every tensor's bytes (written by the server's `_encode_result`).
 WIRE_VERSION = 1
+# The header holds a result's numbers, strings and structure; tensors travel as raw bytes
+# after it. Probes' headers are a few KB. The trusted side copies every string of it several
+# times (JSON, the test's assertion message, pytest's report), so this bounds what a result
+# of long text costs the grading process: 2 MiB is at most 4 MB per copy, against 30 MB for
+# a 15 MB string (and Gradescope's machine has 768 MB).
+MAX_RESULT_HEADER_BYTES = 2 * 1024 * 1024
+
+
+def header_too_long(header_size: int) -> str:
+    """What a student reads when a result's header is over MAX_RESULT_HEADER_BYTES."""
+    return (
+        f"the result holds {header_size / 2**20:.1f} MiB of text, numbers and lists outside "
+        f"tensors, over the {MAX_RESULT_HEADER_BYTES >> 20} MiB cap; return long data as "
+        "tensors, and only what the function's contract asks for"
+    )
+
+
 # The tensor dtypes the wire format carries (torch's names without "torch.").
 WIRE_DTYPES = frozenset(
     {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"}

@@ -737,6 +737,10 @@ def _encode_result(value: Any, torch: Any) -> bytes:
         raise TypeError(f"{where} is a {type(item).__name__}, which is not plain data")
 
     header = json.dumps({"version": WIRE_VERSION, "value": encode(value, "the result")}).encode()
+    if len(header) > protocol.MAX_RESULT_HEADER_BYTES:
+        # Said here, where it reaches the student as their call's error; the trusted side
+        # refuses such a header too, as student code could write the result itself.
+        raise ValueError(protocol.header_too_long(len(header)))
     return b"".join([len(header).to_bytes(4, "little"), header, *blobs])
 
 

@@ -12,11 +12,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox.protocol import WIRE_DTYPES, WIRE_VERSION
+from grader.sandbox.protocol import (
+    MAX_RESULT_HEADER_BYTES,
+    WIRE_DTYPES,
+    WIRE_VERSION,
+    header_too_long,
+)
 
 MAX_RESULT_BYTES = 256 * 1024 * 1024
 # Bounds on the result's wire format (written by server.py's `_encode_result`).
-MAX_RESULT_HEADER_BYTES = 16 * 1024 * 1024
 MAX_RESULT_DEPTH = 64
 # Bound on the header's commas and opening brackets, which bound its JSON values (every value
 # but the first of a list or dict follows a comma): decoding, rebuilding and fingerprinting
@@ -41,8 +45,10 @@ def decode_result(path: Path, *, max_bytes: int = MAX_RESULT_BYTES) -> Any:
         )
     data = path.read_bytes()
     header_size = int.from_bytes(data[:4], "little")
-    if len(data) < 4 or header_size > min(len(data) - 4, MAX_RESULT_HEADER_BYTES):
+    if len(data) < 4 or header_size > len(data) - 4:
         raise ValueError("the result is not in the sandbox's format")
+    if header_size > MAX_RESULT_HEADER_BYTES:
+        raise ValueError(header_too_long(header_size))
     header_bytes = data[4 : 4 + header_size]
     if _value_bound(header_bytes) > MAX_RESULT_VALUES:
         raise ValueError(
