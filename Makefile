@@ -46,8 +46,10 @@ validate: $(VENV)/.dev
 unit: $(VENV)/.dev
 	$(PY) -m pytest -m "not slow"
 
-# One pytest worker per core, each taking whole files (their fixtures grade a corpus once).
-test: lint typecheck validate
+# ruff, mypy and validate side by side (each one's output kept together), then one pytest
+# worker per core, each taking whole files (their fixtures grade a corpus once).
+test: $(VENV)/.dev
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck validate
 	$(PY) -m pytest -n auto --dist loadfile
 
 bench: $(VENV)/.dev
