@@ -46,6 +46,8 @@ _OVERSIZED_MARK = "KiB limit for a source file"
 FINGERPRINT_DIGITS = 4
 # Containers deeper than this are fingerprinted by their type alone.
 FINGERPRINT_DEPTH = 8
+# Values of a tensor rounded at a time (2 MiB per float64 temporary).
+FINGERPRINT_CHUNK = 1 << 18
 
 
 def student_failure_cause(
@@ -110,7 +112,7 @@ def _round(number: float) -> float:
     return float(f"{number:.{FINGERPRINT_DIGITS}g}")
 
 
-def _canonical(value: Any, depth: int) -> Iterable[bytes]:
+def _canonical(value: Any, depth: int) -> Iterable[bytes | memoryview]:
     import torch
 
     kind = type(value)
@@ -119,9 +121,10 @@ def _canonical(value: Any, depth: int) -> Iterable[bytes]:
         yield f"T{tuple(tensor.shape)}{tensor.dtype}:".encode()
         if tensor.is_floating_point() or tensor.is_complex():
             tensor = torch.view_as_real(tensor) if tensor.is_complex() else tensor
-            yield from _rounded_tensor(tensor.double())
+            yield from _rounded_tensor(tensor.reshape(-1))
         else:
-            yield tensor.contiguous().numpy().tobytes()
+            # The tensor's own memory, not a copy of it.
+            yield memoryview(tensor.contiguous().numpy()).cast("B")
     elif depth <= 0:
         yield f"<{kind.__name__}>".encode()
     elif kind is float:
@@ -143,20 +146,29 @@ def _canonical(value: Any, depth: int) -> Iterable[bytes]:
         yield f"<{kind.__name__}>".encode()
 
 
-def _rounded_tensor(tensor: Any) -> Iterable[bytes]:
+def _rounded_tensor(flat: Any) -> Iterable[bytes]:
     """The values on one grid for the whole tensor, FINGERPRINT_DIGITS digits of its largest.
 
     One grid per tensor (not per element) makes noise around zero (1e-9 for 0.0) vanish, as
-    it does in a tolerance comparison; non-finite values are kept apart by kind.
+    it does in a tolerance comparison; non-finite values are kept apart by kind. Worked in
+    slices of FINGERPRINT_CHUNK values: the rounding's float64 and int64 temporaries of a
+    whole student tensor (a float16 one grows 4x in float64) would cost the grading process
+    many times the tensor's size.
     """
     import torch
 
-    finite = torch.isfinite(tensor)
-    largest = float(tensor[finite].abs().max()) if bool(finite.any()) else 0.0
+    chunks = [flat[i : i + FINGERPRINT_CHUNK] for i in range(0, len(flat), FINGERPRINT_CHUNK)]
+    largest = 0.0
+    for chunk in chunks:
+        finite = chunk[torch.isfinite(chunk)]
+        if finite.numel():
+            largest = max(largest, float(finite.abs().max()))
     exponent = math.floor(math.log10(largest)) - (FINGERPRINT_DIGITS - 1) if largest > 0 else 0
-    steps = torch.round(torch.where(finite, tensor, 0.0) / 10.0**exponent).to(torch.int64)
-    kinds = torch.where(torch.isnan(tensor), 1, torch.where(tensor > 0, 2, 3))
-    kinds = torch.where(finite, 0, kinds).to(torch.int8)
     yield f"e{exponent}:".encode()
-    yield steps.contiguous().numpy().tobytes()
-    yield kinds.contiguous().numpy().tobytes()
+    for chunk in chunks:
+        values = chunk.double()
+        steps = torch.round(torch.where(torch.isfinite(values), values, 0.0) / 10.0**exponent)
+        yield steps.to(torch.int64).numpy().tobytes()
+    for chunk in chunks:
+        kinds = torch.where(torch.isnan(chunk), 1, torch.where(chunk > 0, 2, 3))
+        yield torch.where(torch.isfinite(chunk), 0, kinds).to(torch.int8).numpy().tobytes()

@@ -12,6 +12,8 @@ import csv
 import io
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +99,34 @@ def test_fingerprints_equal_for_the_same_rounded_outputs() -> None:
     assert output_fingerprint(values) != output_fingerprint(values.float())
     assert output_fingerprint([1.0, 2.0]) != output_fingerprint([1.0, 2.01])
     assert combine_fingerprints([]) == "" and combine_fingerprints(["a", ""]) == ""
+
+
+FINGERPRINT_PEAK = """
+import json, resource, sys, torch
+from grader.mistakes import output_fingerprint
+huge = torch.linspace(-3, 3, 48_000_000, dtype=torch.float16)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+fingerprint = output_fingerprint(huge)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"grew_mb": (after - before) / 1024, "same": fingerprint == output_fingerprint(
+    huge.clone()), "flipped_differs": fingerprint != output_fingerprint(huge.flip(0))}))
+"""
+
+
+def test_a_huge_student_tensor_is_fingerprinted_in_bounded_memory() -> None:
+    # The grading process fingerprints every compared output: 96 MB of float16, rounded whole
+    # in float64 and int64, took it from 330 MB to past a GiB.
+    process = subprocess.run(
+        [sys.executable, "-c", FINGERPRINT_PEAK],
+        cwd=COURSE_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    measured = json.loads(process.stdout)
+    assert measured["same"] and measured["flipped_differs"]
+    assert measured["grew_mb"] < 96, measured
 
 
 def failing(part: str, name: str, outcome: str, **extra: Any) -> dict[str, Any]:
