@@ -198,7 +198,7 @@ def forbidden_uses(source: str, rule: Rule) -> list[str]:
     return found
 
 
-def _uses_in(tree: ast.Module, rule: Rule) -> list[tuple[int, str]]:
+def _uses_in(tree: ast.AST, rule: Rule) -> list[tuple[int, str]]:
     """(line, what) per forbidden or dynamic use in `tree`, in order."""
     docstrings = _docstrings(tree)
     # The getattr(...) calls whose name is a literal: the call is fine, the name is checked.
@@ -232,7 +232,24 @@ def _forbidden_use(node: ast.AST, rule: Rule, literal_calls: set[int], docstring
         named = _names_in_constant(node.value, rule)
         if named:
             return f"{_short(node.value)} (names {', '.join(named)})"
+        if isinstance(node.value, str) and (found := _use_in_code_string(node.value, rule)):
+            return f"{_short(node.value)} (code in a string: {found})"
     return ""
+
+
+def _use_in_code_string(text: str, rule: Rule) -> str:
+    """The first use in a string that is itself a Python expression, "" if none or not code.
+
+    Python evaluates such strings by name in places no rule sees as a call (annotations that
+    `typing.get_type_hints` resolves, say), so they are held to the rule like code; prose
+    does not parse as an expression.
+    """
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError):
+        return ""
+    found = _uses_in(tree, rule)
+    return found[0][1] if found else ""
 
 
 def _attribute_use(attribute: str, rule: Rule) -> str:

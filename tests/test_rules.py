@@ -44,6 +44,12 @@ NO_AUTOGRAD = Rule(
             "_execution_engine",
         ),
         ("from torch.utils._python_dispatch import _disable_current_modes", "_python_dispatch"),
+        # Code in a string, which typing.get_type_hints evaluates.
+        (
+            "def f(e: \"__import__( 'tor' + 'ch' ).ones\"): pass",
+            "code in a string: __import__ with a name built at run time",
+        ),
+        ("x: 'torch . autograd . grad' = None", "code in a string: .autograd"),
         # Ways to reach and rewrite the run-time check's probe.
         ("import gc", "import of gc"),
         ("f = inspect.currentframe().f_back", ".f_back"),
@@ -63,6 +69,7 @@ def test_a_pickled_builtin_sigmoid_is_found_and_prose_is_not() -> None:
     ]
     message = "raise ValueError('sigmoid got a tensor of the wrong dtype')"
     assert forbidden_uses(message, sigmoid_rule) == []
+    assert forbidden_uses("hint = 'x @ w, then sigmoid of that'", sigmoid_rule) == []
 
 
 def test_plain_code_docstrings_and_literal_getattr_pass() -> None:
