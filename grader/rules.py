@@ -187,7 +187,8 @@ def forbidden_uses(source: str, rule: Rule) -> list[str]:
     """One "line N: what" per use of something `rule` forbids, or of dynamic access.
 
     For a `StudentSource`, the files it imports are read too, their uses given as
-    "other.py (imported) line N: what". Raises SyntaxError when a file does not parse.
+    "other.py (imported by part.py) line N: what". Raises SyntaxError when a file does
+    not parse.
     """
     if not isinstance(source, StudentSource):
         return [f"line {line}: {what}" for line, what in _uses_in(ast.parse(source), rule)]
