@@ -934,8 +934,9 @@ def test_giant_and_surrogate_messages_are_cleaned_and_capped(tricky_batch: Trick
     text = path.read_text(encoding="utf-8")  # no lone surrogate could be written
     assert "\x1b" not in text and "\\u001b" not in text and "\u202e" not in text
     tests = json.loads(text)["tests"]
+    # The 15 MB device text never reaches the grading process: the result's header is capped.
     picked = next(t for t in tests if t["name"].startswith("pick_device"))["message"]
-    assert len(picked) <= 4096 and "characters cut ...]" in picked
+    assert "over the 2 MiB cap" in picked
     raised = next(t for t in tests if t["name"].startswith("matmul_tflops"))["message"]
     assert "\ufffd lone surrogate" in raised
     assert all(len(t["message"]) <= 4096 for t in tests)
