@@ -163,34 +163,24 @@ def _imported_modules(tree: ast.AST) -> Iterable[str]:
                 yield from (alias.name for alias in node.names)
 
 
-def import_closure(files: Mapping[str, str], start: str) -> list[str]:
-    """`start` and every file of `files` it imports, directly or through another, in order.
-
-    By `import` statements: the only way the source rules let a part name a module. A file
-    that does not parse is included but imports nothing further (importing it fails).
-    """
-    by_module = {Path(name).stem: name for name in files if name.endswith(".py")}
-    queue, reached = [start], [start]
-    while queue:
-        try:
-            tree = ast.parse(files[queue.pop(0)])
-        except (SyntaxError, ValueError):
-            continue
-        for module in _imported_modules(tree):
-            imported = by_module.get(module)
-            if imported is not None and imported not in reached:
-                reached.append(imported)
-                queue.append(imported)
-    return reached
-
-
 def _reached_files(source: StudentSource) -> list[tuple[str, ast.Module]]:
     """The part's file, then every submission file it imports (transitively), parsed.
 
     Raises SyntaxError (naming the file) when one of them does not parse.
     """
-    reached = import_closure(source.files, source.name)
-    return [(name, ast.parse(source.files[name], filename=name)) for name in reached]
+    by_module = {Path(name).stem: name for name in source.files if name.endswith(".py")}
+    queue, reached = [source.name], []
+    seen = {source.name}
+    while queue:
+        name = queue.pop(0)
+        tree = ast.parse(source.files[name], filename=name)
+        reached.append((name, tree))
+        for module in _imported_modules(tree):
+            imported = by_module.get(module)
+            if imported is not None and imported not in seen:
+                seen.add(imported)
+                queue.append(imported)
+    return reached
 
 
 def forbidden_uses(source: str, rule: Rule) -> list[str]:

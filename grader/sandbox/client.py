@@ -200,8 +200,7 @@ class Sandbox:
         # What every job reads, written once per submission rather than once per job: the
         # submission's files and the probe files, laid out under `shared/`.
         self._shared_dir = workdir / "shared"
-        # The modules whose jobs' folders (`_module_view`) hold this submission's files.
-        self._module_views: set[str] = set()
+        self._submission_copied = False
         self._shared_probes: dict[Path, Path] = {}
 
     # -- life cycle -------------------------------------------------------------------------
@@ -221,7 +220,7 @@ class Sandbox:
         """
         self._end_submission_server()
         self.submission_files = dict(submission_files)
-        self._module_views = set()
+        self._submission_copied = False
 
     def start(self) -> None:
         self.launch()
@@ -371,7 +370,7 @@ class Sandbox:
             self.wait_ready()
         if self._channel is None:
             self._start_submission_server()
-        submission_dir = self._module_view(module)
+        submission_dir = self._submission_copy()
         probe_copy = self._probe_copy(probe_file)
         self._job_count += 1
         job_dir = self.workdir / "jobs" / f"{self._job_count:04d}"
@@ -389,6 +388,7 @@ class Sandbox:
         job: Job = {
             "id": self._job_count,
             "job_dir": str(job_dir),
+            "shared_dir": str(self._shared_dir),
             "submission_dir": str(submission_dir),
             "probe_file": str(probe_copy),
             "module": module,
@@ -430,47 +430,19 @@ class Sandbox:
             if not self.settings.keep_jobs:
                 shutil.rmtree(job.job_dir, ignore_errors=True)
 
-    def _module_view(self, module: str) -> Path:
-        """The files a job of `module` can import: its own and those it imports, directly or
-        through another (`grader.rules.import_closure`), copied once per submission.
-
-        Only these are on its path, and readable where the sandbox confines reads: a module
-        named in a string (`unittest.mock.patch("other_part.helper")`) reaches no file that
-        the part's source rules did not read.
-        """
-        modules = self._shared_dir / "modules"
-        folder = modules / module
-        if module not in self._module_views:
-            if not self._module_views:  # only the submission being graded stays visible
-                shutil.rmtree(modules, ignore_errors=True)
+    def _submission_copy(self) -> Path:
+        """The submission's files where every job of it reads them (copied once per submission)."""
+        folder = self._shared_dir / "submission"
+        if not self._submission_copied:
+            # Only the submission being graded stays visible to its jobs.
+            shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True)
-            for name in self._importable(f"{module}.py"):
-                shutil.copyfile(self.submission_files[name], folder / name)
+            for name, source in self.submission_files.items():
+                shutil.copyfile(source, folder / name)
             if self.identity:
-                self._give_to_sandbox_group(self._shared_dir, modules, folder, *folder.iterdir())
-            self._module_views.add(module)
+                self._give_to_sandbox_group(self._shared_dir, folder, *folder.iterdir())
+            self._submission_copied = True
         return folder
-
-    def _importable(self, start: str) -> list[str]:
-        """`import_closure` of the submission from `start`, worked out in a bounded child (it
-        parses student text); only `start` itself if that child fails."""
-        from grader.bounded import run_bounded
-        from grader.rules import import_closure
-        from grader.source_check import CHECK_MEMORY_BYTES, SOURCE_CHECK_SECONDS
-
-        if start not in self.submission_files:
-            return []
-        texts = {
-            name: path.read_text(encoding="utf-8", errors="replace")
-            for name, path in self.submission_files.items()
-        }
-        outcome = run_bounded(
-            [lambda: import_closure(texts, start)],
-            seconds=SOURCE_CHECK_SECONDS,
-            memory_bytes=CHECK_MEMORY_BYTES,
-        )[0]
-        found = outcome.value if not outcome.failure and isinstance(outcome.value, list) else []
-        return [start, *(name for name in found if name in texts and name != start)]
 
     def _probe_copy(self, probe_file: Path) -> Path:
         """The probe file under a name of its content, so the server can import it just once."""

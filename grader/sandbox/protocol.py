@@ -158,7 +158,8 @@ class Job(_JobRequired, total=False):
     server makes for itself, leaves out the optional keys.
     """
 
-    # The files its module can import (its own and those it imports), and the probe file.
+    # What every job of the submission reads: its files and the probe files.
+    shared_dir: str
     submission_dir: str
     probe_file: str
     probe: str
