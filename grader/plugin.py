@@ -148,6 +148,7 @@ class GradingSession:
         files = {
             name: path.read_text(encoding="utf-8", errors="replace")
             for name, path in self.submission.files.items()
+            if name != part.file
         }
         files[part.file] = self.submission.files[part.file].read_text(encoding="utf-8")
         return StudentSource(part.file, files)
