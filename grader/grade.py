@@ -239,7 +239,7 @@ def grade_submission(
                 # The server imports torch while this process does the same just below.
                 sandbox.launch()
             configure_trusted_process(settings.threads)
-            sandbox.use_submission(submission.files)
+            sandbox.use_submission(submission.files, submission.imports)
             session = GradingSession(
                 assignment,
                 submission,

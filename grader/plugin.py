@@ -151,7 +151,7 @@ class GradingSession:
             if name != part.file
         }
         files[part.file] = self.submission.files[part.file].read_text(encoding="utf-8")
-        return StudentSource(part.file, files)
+        return StudentSource(part.file, files, self.submission.imports)
 
     def run_source_test(self, part: Part, test: Callable[[], None]) -> None:
         """Run a test that reads `part`'s source in a limited child; re-raise its verdict here.

@@ -12,7 +12,10 @@ name some other way), so hidden tests give it a low weight and pair it with a ru
 A rule holds for the code a part runs, not only the part's file: given a `StudentSource`
 (what the `student_source` fixture provides), `forbidden_uses` also reads every submission
 file the part imports, directly or through another, so a forbidden call moved into another
-part file and imported from there is found (dynamic imports are refused above).
+part file and imported from there is found (dynamic imports are refused above). Those files
+(`grader.source_check.import_closure`) are also all that the part's jobs can import
+(grader/sandbox/client.py), so a module named in a string
+(`unittest.mock.patch("other_part.f")`) reaches nothing the rule did not read.
 
 Nothing here bounds its own work: the plugin runs every hidden test that reads student source
 in a limited child (`GradingSession.run_source_test` in grader/plugin.py).
@@ -22,9 +25,10 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+
+from grader.source_check import import_closure, module_imports
 
 # Builtins that reach attributes or run code by names given as data.
 DYNAMIC_BUILTINS = frozenset(
@@ -138,29 +142,38 @@ class StudentSource(str):
     """A part file's text (the string itself) and the submission's other Python files.
 
     `files` maps every submission file name to its text, this one's included; `name` is this
-    one's. A plain `str` works wherever this does, and is read alone.
+    one's; `imports` maps each file name to the modules it imports (as
+    `grader.source_check.module_imports` reads them when the submission is prepared), worked
+    out from `files` when not given. A plain `str` works wherever this does, and is read
+    alone.
     """
 
     name: str
     files: Mapping[str, str]
+    imports: Mapping[str, Sequence[str]]
 
-    def __new__(cls, name: str, files: Mapping[str, str]) -> StudentSource:
+    def __new__(
+        cls,
+        name: str,
+        files: Mapping[str, str],
+        imports: Mapping[str, Sequence[str]] | None = None,
+    ) -> StudentSource:
         source = super().__new__(cls, files[name])
         source.name = name
         source.files = dict(files)
+        source.imports = dict(imports) if imports is not None else _compiled_imports(files)
         return source
 
 
-def _imported_modules(tree: ast.AST) -> Iterable[str]:
-    """Top-level names of the modules `tree` imports anywhere; `from . import x` names x."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from (alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.module:
-                yield node.module.split(".")[0]
-            elif node.level:
-                yield from (alias.name for alias in node.names)
+def _compiled_imports(files: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """What each file imports; nothing for a file that does not compile."""
+    imports: dict[str, tuple[str, ...]] = {}
+    for name, text in files.items():
+        try:
+            imports[name] = tuple(module_imports(compile(text, name, "exec", dont_inherit=True)))
+        except (SyntaxError, ValueError):
+            imports[name] = ()
+    return imports
 
 
 def _reached_files(source: StudentSource) -> list[tuple[str, ast.Module]]:
@@ -168,19 +181,11 @@ def _reached_files(source: StudentSource) -> list[tuple[str, ast.Module]]:
 
     Raises SyntaxError (naming the file) when one of them does not parse.
     """
-    by_module = {Path(name).stem: name for name in source.files if name.endswith(".py")}
-    queue, reached = [source.name], []
-    seen = {source.name}
-    while queue:
-        name = queue.pop(0)
-        tree = ast.parse(source.files[name], filename=name)
-        reached.append((name, tree))
-        for module in _imported_modules(tree):
-            imported = by_module.get(module)
-            if imported is not None and imported not in seen:
-                seen.add(imported)
-                queue.append(imported)
-    return reached
+    return [
+        (name, ast.parse(source.files[name], filename=name))
+        for name in import_closure(source.imports, source.name)
+        if name in source.files
+    ]
 
 
 def forbidden_uses(source: str, rule: Rule) -> list[str]:

@@ -57,6 +57,9 @@ class PreparedSubmission:
     problems: dict[str, str]
     sha256: str
     notes: tuple[str, ...] = field(default=())
+    # File name -> the modules it imports (grader.source_check.module_imports), for every file
+    # that compiled: what a part's jobs may import and its source rules read.
+    imports: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -122,14 +125,16 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
             data = raw[part.file]
             digest.update(part.file.encode() + b"\0" + data + b"\0")
             checked.append((part.id, part.file, data))
+    imports: dict[str, tuple[str, ...]] = {}
     results = check_sources([(name, data) for _, name, data in checked])
-    for (part_id, name, _), (text, problem) in zip(checked, results, strict=True):
-        if text is not None:
+    for (part_id, name, _), source in zip(checked, results, strict=True):
+        if source.text is not None:
             target = dest / name
-            target.write_text(text, encoding="utf-8")
+            target.write_text(source.text, encoding="utf-8")
             files[name] = target
-        if problem:
-            problems[part_id] = problem
+            imports[name] = source.imports
+        if source.problem:
+            problems[part_id] = source.problem
     return PreparedSubmission(
         directory=dest,
         files=files,
@@ -137,6 +142,7 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
         problems=problems,
         sha256=digest.hexdigest(),
         notes=tuple(notes),
+        imports=imports,
     )
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from grader.rules import Rule, StudentSource, cpu_only_uses, forbidden_uses
+from grader.source_check import import_closure, module_imports
 
 NO_AUTOGRAD = Rule(
     attributes=frozenset({"backward", "requires_grad_", "autograd"}),
@@ -127,3 +130,37 @@ def test_an_imported_file_that_does_not_parse_is_named() -> None:
     source = StudentSource("a.py", {"a.py": "import b\n", "b.py": "def (:\n"})
     with pytest.raises(SyntaxError, match=r"b\.py"):
         forbidden_uses(source, NO_AUTOGRAD)
+
+
+def test_imports_are_read_from_live_code_anywhere_in_a_file() -> None:
+    source = textwrap.dedent(
+        """
+        import os.path, torch as t
+        from helpers.sub import f
+        from . import sibling, other
+        class A:
+            def m(self):
+                import inside_method
+                return [__import__ for _ in ()]
+        if 0:
+            import dead
+        lambda: __import__("by_name")
+        """
+    )
+    found = list(module_imports(compile(source, "a.py", "exec")))
+    assert found == ["os", "torch", "helpers", "sibling", "other", "inside_method"]
+
+
+def test_a_part_s_import_closure_is_what_its_rule_reads() -> None:
+    files = {
+        "a.py": "import b\n",
+        "b.py": "from . import c\n",
+        "c.py": "import a\nx.backward()\n",
+        # Named only in a string: neither read by the rule nor importable in a's jobs.
+        "d.py": "x.backward()\n",
+        "e.py": "import unittest.mock\nunittest.mock.patch('d.f')\n",
+    }
+    source = StudentSource("a.py", files)
+    assert import_closure(source.imports, "a.py") == ["a.py", "b.py", "c.py"]
+    assert import_closure(source.imports, "e.py") == ["e.py"]
+    assert forbidden_uses(source, NO_AUTOGRAD) == ["c.py (imported by a.py) line 2: .backward"]

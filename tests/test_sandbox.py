@@ -395,7 +395,7 @@ def test_each_submission_gets_a_fresh_server_from_the_same_zygote(
     sandbox, root = live_sandbox
     assert _run(sandbox, root, what="daemon") == "left a daemon"
     zygote, first = sandbox._process, sandbox._server_pid
-    sandbox.use_submission({"student.py": root / "student.py"})
+    sandbox.use_submission({"student.py": root / "student.py"}, {})
     assert _run(sandbox, root, what="daemon") == "left a daemon"
     assert sandbox._process is zygote and sandbox._server_pid not in (0, first)
     # A server that dies costs its job only; the next job gets a new one, torch stays warm.
@@ -598,7 +598,16 @@ def test_confinement_alone_keeps_the_guarantees_namespaces_give(tmp_path: Path) 
     setup = dict.fromkeys(
         ("network_isolated", "read_only_filesystem", "minimal_view", "paths_hidden"), False
     )
-    job_spec = {"job_dir": str(job), "shared_dir": str(shared)}
+    # A job reads its own module's files and the probes, not another part's files.
+    own, other, probes = shared / "modules" / "a", shared / "modules" / "b", shared / "probes"
+    for folder, name in ((own, "a.py"), (other, "b.py"), (probes, "probes.py")):
+        folder.mkdir(parents=True)
+        (folder / name).write_text("X = 1\n")
+    job_spec = {
+        "job_dir": str(job),
+        "submission_dir": str(own),
+        "probe_file": str(probes / "probes.py"),
+    }
     read_end, write_end = os.pipe()
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -612,6 +621,9 @@ def test_confinement_alone_keeps_the_guarantees_namespaces_give(tmp_path: Path) 
                     "done": done,
                     "read_secret": _try(lambda: secret.read_text()),
                     "read_job": _try(lambda: (job / "input.txt").read_text()),
+                    "read_own": _try(lambda: (own / "a.py").read_text()),
+                    "read_probes": _try(lambda: (probes / "probes.py").read_text()),
+                    "read_other": _try(lambda: (other / "b.py").read_text()),
                     "write_home": _try(lambda: (home / "x").write_text("x")),
                     "write_job": _try(lambda: (job / "x").write_text("x")),
                     "write_tmp": _try(lambda: (tmp_path / "planted").write_text("x")),
@@ -635,6 +647,11 @@ def test_confinement_alone_keeps_the_guarantees_namespaces_give(tmp_path: Path) 
     }
     assert seen["read_secret"] == "PermissionError"
     assert (seen["read_job"], seen["write_home"]) == ("ok", "ok")
+    assert (seen["read_own"], seen["read_probes"], seen["read_other"]) == (
+        "ok",
+        "ok",
+        "PermissionError",
+    )
     assert seen["write_job"] == seen["write_tmp"] == "PermissionError"
     assert seen["connect"] == seen["udp"] == "PermissionError"
     assert not (tmp_path / "planted").exists()

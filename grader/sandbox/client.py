@@ -28,6 +28,7 @@ import tempfile
 import time
 import traceback
 from collections import deque
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -38,6 +39,7 @@ from grader.sandbox.feedback import CPU_GRACE_S, interpret, read_capped
 from grader.sandbox.identity import SandboxIdentity, claim_identity, kill_uid, remove_files_of
 from grader.sandbox.protocol import MAX_OPEN_FILES, Config, Job, SubmissionRequest
 from grader.sandbox.settings import PROTECTION_NAMES, SandboxSettings
+from grader.source_check import import_closure
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +185,8 @@ class Sandbox:
         # uses it; a restart after it died starts a fresh interpreter.
         self._preforked = preforked
         self.submission_files = dict(submission_files)
+        # File name -> the modules it imports: a job's module folder holds its import closure.
+        self.submission_imports: dict[str, tuple[str, ...]] = {}
         self.workdir = workdir
         self.identity: SandboxIdentity | None = None
         # What is in force for student code (environment.sandbox in report.json).
@@ -200,7 +204,8 @@ class Sandbox:
         # What every job reads, written once per submission rather than once per job: the
         # submission's files and the probe files, laid out under `shared/`.
         self._shared_dir = workdir / "shared"
-        self._submission_copied = False
+        # The modules whose jobs' folders (`_module_view`) hold this submission's files.
+        self._module_views: set[str] = set()
         self._shared_probes: dict[Path, Path] = {}
 
     # -- life cycle -------------------------------------------------------------------------
@@ -212,7 +217,9 @@ class Sandbox:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def use_submission(self, submission_files: dict[str, Path]) -> None:
+    def use_submission(
+        self, submission_files: dict[str, Path], imports: Mapping[str, Iterable[str]]
+    ) -> None:
         """Serve later jobs from these files: one warm zygote can grade many submissions.
 
         Their jobs get a server of their own, forked from the zygote, so nothing the last
@@ -220,7 +227,8 @@ class Sandbox:
         """
         self._end_submission_server()
         self.submission_files = dict(submission_files)
-        self._submission_copied = False
+        self.submission_imports = {name: tuple(found) for name, found in imports.items()}
+        self._module_views = set()
 
     def start(self) -> None:
         self.launch()
@@ -370,7 +378,7 @@ class Sandbox:
             self.wait_ready()
         if self._channel is None:
             self._start_submission_server()
-        submission_dir = self._submission_copy()
+        submission_dir = self._module_view(module)
         probe_copy = self._probe_copy(probe_file)
         self._job_count += 1
         job_dir = self.workdir / "jobs" / f"{self._job_count:04d}"
@@ -388,7 +396,6 @@ class Sandbox:
         job: Job = {
             "id": self._job_count,
             "job_dir": str(job_dir),
-            "shared_dir": str(self._shared_dir),
             "submission_dir": str(submission_dir),
             "probe_file": str(probe_copy),
             "module": module,
@@ -430,18 +437,26 @@ class Sandbox:
             if not self.settings.keep_jobs:
                 shutil.rmtree(job.job_dir, ignore_errors=True)
 
-    def _submission_copy(self) -> Path:
-        """The submission's files where every job of it reads them (copied once per submission)."""
-        folder = self._shared_dir / "submission"
-        if not self._submission_copied:
-            # Only the submission being graded stays visible to its jobs.
-            shutil.rmtree(folder, ignore_errors=True)
+    def _module_view(self, module: str) -> Path:
+        """The files a job of `module` can import: its own and those it imports, directly or
+        through another (`grader.source_check.import_closure`), copied once per submission.
+
+        Only these are on its path, and readable where the sandbox confines reads: a module
+        named in a string (`unittest.mock.patch("other_part.helper")`) reaches no file that
+        the part's source rules did not read.
+        """
+        modules = self._shared_dir / "modules"
+        folder = modules / module
+        if module not in self._module_views:
+            if not self._module_views:  # only the submission being graded stays visible
+                shutil.rmtree(modules, ignore_errors=True)
             folder.mkdir(parents=True)
-            for name, source in self.submission_files.items():
-                shutil.copyfile(source, folder / name)
+            for name in import_closure(self.submission_imports, f"{module}.py"):
+                if name in self.submission_files:
+                    shutil.copyfile(self.submission_files[name], folder / name)
             if self.identity:
-                self._give_to_sandbox_group(self._shared_dir, folder, *folder.iterdir())
-            self._submission_copied = True
+                self._give_to_sandbox_group(self._shared_dir, modules, folder, *folder.iterdir())
+            self._module_views.add(module)
         return folder
 
     def _probe_copy(self, probe_file: Path) -> Path:

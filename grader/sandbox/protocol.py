@@ -158,8 +158,7 @@ class Job(_JobRequired, total=False):
     server makes for itself, leaves out the optional keys.
     """
 
-    # What every job of the submission reads: its files and the probe files.
-    shared_dir: str
+    # The files its module can import (its own and those it imports), and the probe file.
     submission_dir: str
     probe_file: str
     probe: str

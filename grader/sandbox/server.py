@@ -776,6 +776,14 @@ def _die_with_server(server_pidfd: int) -> None:
         os._exit(EXIT_SETUP)
 
 
+def _submission_paths(job: Job) -> list[str]:
+    """What a job reads besides its own folder: its module's files and the probe file's folder
+    (none for the start-up probe)."""
+    if "submission_dir" not in job:
+        return []
+    return [job["submission_dir"], os.path.dirname(job["probe_file"])]
+
+
 def _confine(state: ServerState, job: Job, setup: dict[str, Any], home: str) -> dict[str, Any]:
     """Landlock and seccomp, the walls that need no privilege (confine.py).
 
@@ -785,7 +793,7 @@ def _confine(state: ServerState, job: Job, setup: dict[str, Any], home: str) -> 
     course's checkout, other jobs.
     """
     read = [os.path.join("/", name) for name in CONFINED_SYSTEM_DIRS]
-    read += [*state.keep, job["job_dir"], *([job["shared_dir"]] if "shared_dir" in job else [])]
+    read += [*state.keep, job["job_dir"], *_submission_paths(job)]
     write = [home, "/dev/shm", *(("/tmp", "/var/tmp") if setup.get("private_tmp") else ())]
     done = state.confine.confine(read=read, write=write)
     landlock, seccomp = bool(done["landlock"]), bool(done["seccomp"])
@@ -814,7 +822,7 @@ def _run_student(
     _die_with_server(state.server_pidfd)
     job_dir = job["job_dir"]
     try:
-        setup = _isolate(state, [job_dir, *([job["shared_dir"]] if "shared_dir" in job else [])])
+        setup = _isolate(state, [job_dir, *_submission_paths(job)])
     except OSError as error:
         os.write(pipes["report"], json.dumps({"refused": f"isolation: {error}"}).encode())
         os._exit(EXIT_SETUP)
