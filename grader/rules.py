@@ -64,20 +64,22 @@ DYNAMIC_ATTRIBUTES = frozenset(
         "methodcaller",
         "import_module",
         "modules",  # sys.modules
+        "get_field",  # string.Formatter: "0.f_locals" is an attribute path
     }
 )
 # Frames and code objects: how code reaches, and rewrites, functions it was not given (the
 # probe that checks it at run time, say).
 FRAME_ATTRIBUTES = frozenset(
     {"__code__", "_getframe", "f_back", "f_globals", "f_locals", "gi_frame", "tb_frame"}
+    | {"_current_frames", "walk_stack", "walk_tb", "curframe_locals"}
 )
 # Modules that turn a string or bytes into any object by name (pickle's GLOBAL opcode,
 # pydoc.locate, ...) or run code built at run time.
 DYNAMIC_MODULES = (
     *("importlib", "builtins", "operator", "pickle", "_pickle", "copyreg", "marshal"),
     *("pydoc", "pkgutil", "runpy", "ctypes", "code", "codeop"),
-    # Every live object, or every frame, found without being named.
-    *("gc", "inspect"),
+    # Every live object, or every frame and its variables, found without being named.
+    *("gc", "inspect", "pdb", "bdb"),
 )
 # torch's entry points below its Python API: every built-in op and the autograd engine are
 # reachable there, and calls through them skip `__torch_function__` hooks.
@@ -292,7 +294,9 @@ def _names_in_constant(value: object, rule: Rule) -> list[str]:
         text = value
     else:
         return []
+    # Attribute names too: getattr(frame, "f_locals") and "0.f_locals" read what .f_locals does.
     forbidden = rule.strings | rule.attributes | TORCH_BACKDOORS
+    forbidden |= DYNAMIC_ATTRIBUTES | FRAME_ATTRIBUTES
     named = sorted(set(NAME_TOKEN.findall(text)) & forbidden)
     named += sorted(module for module in rule.modules if module in text)
     return named

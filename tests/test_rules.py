@@ -58,6 +58,12 @@ NO_AUTOGRAD = Rule(
         ("f = inspect.currentframe().f_back", ".f_back"),
         ("probe.__code__ = fake.__code__", ".__code__"),
         ("g = sys._getframe(1).f_globals", ".f_globals"),
+        # Frames' variables read without naming an attribute in code.
+        ("scope = getattr(frame, 'f_locals')", "names f_locals"),
+        ("scope = Formatter().get_field('0.f_locals', (frame,), {})", "names f_locals"),
+        ("for frame, _ in traceback.walk_stack(None): pass", ".walk_stack"),
+        ("frames = sys._current_frames()", "._current_frames"),
+        ("import pdb", "import of pdb"),
     ],
 )
 def test_forbidden_and_dynamic_uses_are_found(source: str, found: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import math
@@ -544,35 +543,6 @@ def _try(action: Any) -> str:
         return "ok"
     except OSError as error:
         return type(error).__name__
-
-
-def test_student_files_compile_once_per_content_as_the_import_system_would(
-    tmp_path: Path,
-) -> None:
-    server = _server_module()
-    compiled: dict[str, tuple[bytes, Any]] = {}
-    path, marker = tmp_path / "student.py", str(tmp_path / "compiling")
-
-    def compile_it(crashed: frozenset[str] = frozenset()) -> Any:
-        server._compile_student_file(str(path), compiled, marker, crashed)
-        assert not os.path.exists(marker)  # only there while compiling
-        return compiled[str(path)][1]
-
-    # The server's own `from __future__ import annotations` must not reach student code.
-    path.write_text("def f(x: NotDefinedAnywhere):\n    return x\n")
-    with pytest.raises(NameError, match="NotDefinedAnywhere"):
-        exec(compile_it(), {})
-    path.write_text("VALUE = 2\n")  # the same path with new content: compiled again
-    namespace: dict[str, Any] = {}
-    exec(compile_it(), namespace)
-    assert namespace["VALUE"] == 2
-    # An invalid escape warns: left to the job, whose stderr the student sees.
-    path.write_text('PATTERN = "\\d+"\n')
-    assert compile_it() is None
-    # A file whose compiling killed an earlier server (its marker named it) is left to the job.
-    path.write_text("VALUE = 3\n")
-    crashed = frozenset({hashlib.sha256(path.read_bytes()).hexdigest()})
-    assert compile_it(crashed) is None
 
 
 @pytest.mark.skipif(

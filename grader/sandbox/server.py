@@ -53,7 +53,6 @@ import contextlib
 import ctypes
 import fcntl
 import gc
-import hashlib
 import importlib.util
 import json
 import os
@@ -67,23 +66,19 @@ import sys
 import sysconfig
 import time
 import traceback
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 
-def _load_module(name: str, path: str, code: Any = None) -> Any:
-    """Import the file at `path` as module `name`, from `code` if it was compiled already."""
+def _load_module(name: str, path: str) -> Any:
+    """Import the file at `path` as module `name`."""
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    if code is None:
-        spec.loader.exec_module(module)
-    else:
-        exec(code, module.__dict__)  # what exec_module does with the code it compiles
+    spec.loader.exec_module(module)
     return module
 
 
@@ -166,10 +161,6 @@ EXIT_RAISED, EXIT_UNREPORTABLE, EXIT_SETUP = (
 MAX_OPEN_FILES = protocol.MAX_OPEN_FILES
 PROBED = protocol.PROBED
 WIRE_VERSION, WIRE_DTYPES = protocol.WIRE_VERSION, protocol.WIRE_DTYPES
-# Student files up to this size are compiled once by the server rather than by every job.
-MAX_PRECOMPILED_BYTES = 256 * 1024
-# In the server's work folder while it compiles a student file.
-COMPILING_MARKER = "compiling-student-file"
 # NVML's status codes, and its "not available" for a process's memory.
 NVML_SUCCESS, NVML_ERROR_INSUFFICIENT_SIZE = 0, 7
 NVML_VALUE_NOT_AVAILABLE = (1 << 64) - 1
@@ -215,12 +206,6 @@ class ServerState:
     require: list[str] = field(default_factory=list)
     # Probe files imported once, by path (None: it failed, each job imports it and reports).
     probe_modules: dict[str, Any] = field(default_factory=dict)
-    # The file that names the student file being compiled (see _compile_student_file).
-    compile_marker: str = ""
-    # Student files compiled once per submission: path -> (content digest, code or None).
-    student_code: dict[str, tuple[bytes, Any]] = field(default_factory=dict)
-    # The digest a dead server's compile marker named: never compiled here again.
-    compile_crashed: frozenset[str] = frozenset()
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -891,8 +876,7 @@ def _run_student(
         sys.modules["probes"] = probes
         probe = getattr(probes, job["probe"])
         student_path = os.path.join(submission_dir, student_file)
-        code = state.student_code.get(student_path, (b"", None))[1]
-        module = _load_module(module_name, student_path, code)
+        module = _load_module(module_name, student_path)
         os.write(PROGRESS_FD, b"imported\n")
         phase = "run"
         result = probe(module, **kwargs)
@@ -1068,7 +1052,9 @@ def _run_job(
         for name in ("result.bin", "error.json", "progress")
     }
     ends = {name: os.pipe() for name in ("stdout", "stderr", "report")}
-    _compile_once(job, state)
+    # Each job compiles its own student file: a job holds no other part's code, which its
+    # module folder keeps out of reach (`Sandbox._module_view`).
+    _import_probes(job.get("probe_file", ""), state.probe_modules)
     pid = namespaces.fork()
     if pid == 0:
         try:
@@ -1134,17 +1120,6 @@ def _run_job(
     return summary
 
 
-def _compile_once(job: Job, state: ServerState) -> None:
-    """Import the job's probe file and compile the student's file here, if not done yet."""
-    if job.get("probe_file"):
-        _import_probes(job["probe_file"], state.probe_modules)
-    module_name = job.get("module")
-    if module_name:
-        path = os.path.join(job["submission_dir"], module_name + ".py")
-        marker, crashed = state.compile_marker, state.compile_crashed
-        _compile_student_file(path, state.student_code, marker, crashed)
-
-
 def _watch(
     pid: int,
     exited: int,
@@ -1187,13 +1162,13 @@ def _watch(
 
 
 def _import_probes(path: str, modules: dict[str, Any]) -> None:
-    """Import a probe file here, once, so that no job pays for compiling it.
+    """Import a probe file here, once, so that no job pays for compiling it (none: no-op).
 
     Probe files are the course's own code (standard library and torch, no secrets). A forked
     student process gets its own copy of the module: what it does to it ends with the job.
     The file is named after its content, so a path always means the same code.
     """
-    if path in modules:
+    if not path or path in modules:
         return
     try:
         modules[path] = _load_module("probes", path)
@@ -1202,43 +1177,6 @@ def _import_probes(path: str, modules: dict[str, Any]) -> None:
         traceback.print_exc()
         modules[path] = None
     _freeze_heap()
-
-
-def _compile_student_file(
-    path: str, compiled: dict[str, tuple[bytes, Any]], marker: str, crashed: frozenset[str]
-) -> None:
-    """Compile a student file here, once per version of it, so no job compiles it.
-
-    Compiling runs none of the student's code. The file's content decides: a batch worker
-    puts each student's files at the same paths, so a path alone never means the same
-    code. A file that does not compile, or a large one, is left to each job, which reports
-    the error where the student sees it; so is one whose compiling killed an earlier server
-    (a crash of the compiler itself): `marker` names the file that says what is being
-    compiled, and `crashed` what a dead server's marker said.
-    """
-    try:
-        with open(path, "rb") as handle:
-            source = handle.read(MAX_PRECOMPILED_BYTES + 1)
-    except OSError:
-        return
-    digest = hashlib.sha256(source).digest()
-    if compiled.get(path, (b"", None))[0] == digest:
-        return
-    code = None
-    if len(source) <= MAX_PRECOMPILED_BYTES and digest.hex() not in crashed:
-        with open(marker, "w", encoding="ascii") as handle:
-            handle.write(digest.hex())
-        # A warning (say, an invalid escape) must reach the student's stderr, so the job
-        # compiles such a file itself; so does one that fails.
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            try:
-                # Not our `from __future__` flags: it compiles as the import system would.
-                code = compile(source, path, "exec", dont_inherit=True)
-            except Exception:
-                code = None
-        os.unlink(marker)
-    compiled[path] = (digest, code)
 
 
 def _freeze_heap() -> None:
@@ -1332,8 +1270,8 @@ def _serve_submission(
 ) -> int:
     """One submission's server, forked from the zygote: run its jobs, then exit.
 
-    Everything that touches the submission happens here and below (compiling its files,
-    forking its student processes, draining their output), never in the zygote: the next
+    Everything that touches the submission happens here and below (forking its student
+    processes, draining their output), never in the zygote: the next
     submission's server starts from the zygote's memory again, which no student data ever
     passed through. The protocol runs on `channel_fd`, a socket the trusted side made for
     this submission alone.
@@ -1348,13 +1286,6 @@ def _serve_submission(
     state.server_pidfd = os.pidfd_open(os.getpid())
     if state.nproc_baseline is not None:
         state.nproc_baseline += 1  # this server is one more process of our uid
-    state.student_code = {}
-    try:
-        # Left by a server of this sandbox that died compiling a student file.
-        with open(state.compile_marker, encoding="ascii") as marker:
-            state.compile_crashed = frozenset({marker.read().strip()})
-    except OSError:
-        state.compile_crashed = frozenset()
     channel = socket.socket(fileno=channel_fd)
     requests = channel.makefile("r", encoding="utf-8")
     replies = channel.makefile("w", encoding="utf-8")
@@ -1427,7 +1358,6 @@ def main() -> int:
     torch.backends.cudnn.allow_tf32 = False
     _warm_up(torch)
     _freeze_heap()
-    state.compile_marker = os.path.join(config["workdir"], COMPILING_MARKER)
     # What the covers must leave visible: the interpreter and its libraries, wherever they are.
     state.keep = [
         sys.prefix,
