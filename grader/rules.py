@@ -65,6 +65,10 @@ DYNAMIC_ATTRIBUTES = frozenset(
         "import_module",
         "modules",  # sys.modules
         "get_field",  # string.Formatter: "0.f_locals" is an attribute path
+        # Raw memory read through numpy, as ctypes would.
+        "__array_interface__",
+        "__array_struct__",
+        "ctypeslib",
     }
 )
 # Frames and code objects: how code reaches, and rewrites, functions it was not given (the
@@ -78,6 +82,8 @@ FRAME_ATTRIBUTES = frozenset(
 DYNAMIC_MODULES = (
     *("importlib", "builtins", "operator", "pickle", "_pickle", "copyreg", "marshal"),
     *("pydoc", "pkgutil", "runpy", "ctypes", "code", "codeop"),
+    # Pickles by other names, and code run in a process no run-time check watches.
+    *("multiprocessing", "shelve", "subprocess"),
     # Every live object, or every frame and its variables, found without being named.
     *("gc", "inspect", "pdb", "bdb"),
 )

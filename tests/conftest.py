@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,11 @@ from tests.support import (
     copy_starter_kit,
     run_grader_cli,
 )
+
+# One intra-op thread in every process the tests start, as in grading: the test workers
+# already fill the cores, and torch's default of a thread per core makes OpenMP threads spin
+# against each other (a 48M-value fingerprint took 85 s beside the suite, 8 s alone).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # tests/test_plugin.py runs small hidden suites through the grader's plugin in-process.
 pytest_plugins = ["pytester"]

@@ -64,6 +64,10 @@ NO_AUTOGRAD = Rule(
         ("for frame, _ in traceback.walk_stack(None): pass", ".walk_stack"),
         ("frames = sys._current_frames()", "._current_frames"),
         ("import pdb", "import of pdb"),
+        # Code shipped as data: unpickled by another name, or run in another process.
+        ("from multiprocessing.reduction import ForkingPickler", "import of multiprocessing"),
+        ("import subprocess", "import of subprocess"),
+        ("w.__array_interface__ = {'data': (address, True)}", ".__array_interface__"),
     ],
 )
 def test_forbidden_and_dynamic_uses_are_found(source: str, found: str) -> None:

@@ -197,6 +197,8 @@ class Sandbox:
         self._zygote_replies = _Lines(-1)
         # The current submission's server, forked by the zygote: its pid and protocol socket.
         self._server_pid = 0
+        # The part module whose jobs the current server runs: each gets a server of its own.
+        self._server_module = ""
         self._channel: socket.socket | None = None
         self._replies = _Lines(-1)
         self._job_count = 0
@@ -222,8 +224,8 @@ class Sandbox:
     ) -> None:
         """Serve later jobs from these files: one warm zygote can grade many submissions.
 
-        Their jobs get a server of their own, forked from the zygote, so nothing the last
-        submission's server held (its files, its output) is in their memory.
+        Their jobs get servers of their own (one per part module), forked from the zygote, so
+        nothing the last submission's servers held (its files, its output) is in their memory.
         """
         self._end_submission_server()
         self.submission_files = dict(submission_files)
@@ -376,8 +378,14 @@ class Sandbox:
             self.start()
         elif not self._ready:
             self.wait_ready()
+        if self._channel is not None and module != self._server_module:
+            # The server keeps what it drained from its jobs (their output, which can be
+            # code) in its heap, and every later job is a copy of it: a fresh server per
+            # module, forked from the zygote, holds nothing another part's jobs wrote.
+            self._end_submission_server()
         if self._channel is None:
             self._start_submission_server()
+            self._server_module = module
         submission_dir = self._module_view(module)
         probe_copy = self._probe_copy(probe_file)
         self._job_count += 1
