@@ -24,23 +24,28 @@ prepared folder into what is graded (a zip, links, FIFOs...). In every text file
 `__HOSTILE_PORT__` becomes the listener's port, `__HOSTILE_CANARY__` a world-writable file
 that must not change (and `__HOSTILE_CANARY__.pwned` must never appear: hostile code
 creates it when it has run somewhere it should not), and `__HOSTILE_OUTPUTS__` the folder
-of results.json and report.json (world-writable, to give forgers every chance).
+of the case's report.json (world-writable, to give forgers every chance).
 
 Every case is checked for: exit status 0 and no grader error; exactly the expected part
-scores; the time bound; no live process of the sandbox's uid once `grade` has returned;
-no file owned by that uid anywhere we look; the canary untouched; results.json valid and
-agreeing with report.json; a secret in the grader's environment nowhere in the outputs;
-no test that failed for an internal reason; feedback within a size bound.
+scores; the time bound; no live process of the sandbox's uid once grading has returned;
+no file owned by that uid anywhere we look; the canary untouched; report.json valid and
+adding up; a secret in the grader's environment nowhere in the outputs; no test that
+failed for an internal reason; feedback within a size bound.
 
-Cases run two at a time (this is a 2-core machine) with a short per-test time limit
-(GRADER_TEST_TIMEOUT_S), started together by a module fixture; each test waits for its own.
-The unmodified reference is graded first, in the same pool: the time bound is a bound on
-what an attack adds, so it grows with how long honest grading takes on the machine right now
-(a loaded CI machine is slower; a hang still runs into the 600 s limit and fails).
+All cases, and the unmodified reference, are graded by one `python -m grader batch`, as
+staff grade a class: two warm workers (this is a 2-core machine), each grading its cases
+one after another with one `import torch`, with a short per-test time limit
+(GRADER_TEST_TIMEOUT_S). So every attack also runs in a worker that graded other
+submissions before it and grades others after it. The same attacks go through `grade`, one
+process each, in the Gradescope container (docker/container_test.py). The time bound is a
+bound on what an attack adds to the reference's grading time in the same batch, so it
+grows with how long honest grading takes on the machine right now
+(a loaded CI machine is slower).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -82,6 +87,8 @@ PART_POINTS = {
     "device_benchmark": 10.0,
 }
 WORKERS = 2
+# The whole batch: about 65 cases, two at a time.
+BATCH_TIMEOUT_S = 1800
 TEST_TIMEOUT_S = "5"
 DEFAULT_MAX_SECONDS = 60.0
 SLACK_PER_BASELINE = 3.0
@@ -120,11 +127,11 @@ class Case:
 class Outcome:
     """Everything a case's checks need, gathered right when its `grade` returned."""
 
+    # The batch that graded every case.
     process: subprocess.CompletedProcess[str]
+    # The case's own grading time, in its warm worker (report.json's duration_s).
     seconds: float
     report: dict[str, Any]
-    results: dict[str, Any]
-    results_text: str
     report_text: str
     uid_alive: list[int]
     owned_files: list[str]
@@ -270,127 +277,189 @@ def grading_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.copy().items() if not k.startswith("PYTEST")}
 
 
-def run_case(case: Case, work: Path, environment: dict[str, str]) -> Outcome:
-    """Grade the case through the CLI and gather every observation right after it returns."""
-    checks = case.checks
+@dataclass
+class Prepared:
+    """A case laid out for the batch, with what its checks compare against afterwards."""
+
+    case: Case
+    entry: Path
+    exposed: Path
+    outputs: Path
+    canary: Path
+    listener: Listener | None
+    watched: list[Path]
+    watched_before: dict[str, str]
+    entry_before: dict[str, str]
+
+
+def prepare_case(case: Case, work: Path, batch_dir: Path, reports_dir: Path) -> Prepared:
+    """Build the case's submission as an entry of the batch, beside its canary and listener."""
     # World-writable places, so that only the sandbox (not file modes) keeps attacks out.
     exposed = Path(f"/tmp/torch-grader-hostile-{case.name}-{secrets.token_hex(4)}")
     exposed.mkdir(mode=0o777)
     exposed.chmod(0o777)
-    outputs = exposed / "outputs"
-    outputs.mkdir(mode=0o777)
+    outputs = reports_dir / case.name  # where the batch writes this case's report.json
+    outputs.mkdir(mode=0o777, parents=True)
     outputs.chmod(0o777)
     canary = exposed / "canary.txt"
     canary.write_text("the grader's canary\n")
     canary.chmod(0o666)
-    listener = Listener() if checks.get("listener") else None
-    secret = secrets.token_hex(16)
+    listener = Listener() if case.checks.get("listener") else None
     replacements = {
         "__HOSTILE_PORT__": str(listener.port if listener else 9),
         "__HOSTILE_CANARY__": str(canary),
         "__HOSTILE_OUTPUTS__": str(outputs),
     }
-    try:
-        submission = build_submission(case, work, replacements)
-        watched = [COURSE_ROOT / name for name in checks.get("unchanged", ())]
-        before = _digest(watched)
-        submission_before = _digest([p for p in files_under(work) if p.is_file()])
-        env = dict(environment)
-        env.update(
-            PYTHONPATH=str(COURSE_ROOT),
-            GRADER_TEST_TIMEOUT_S=TEST_TIMEOUT_S,
-            HOSTILE_SECRET=secret,
-            # Named like the grader's own settings, which a grading worker keeps only by name.
-            GRADER_HOSTILE_SECRET=secret,
-        )
-        results_path, report_path = outputs / "results.json", outputs / "report.json"
-        started = time.monotonic()
-        command = [sys.executable, "-m", "grader", "grade", str(submission), "--device", "cpu"]
-        command += ["-a", ASSIGNMENT, "--seed", "12345"]
-        command += ["--results", str(results_path), "--report", str(report_path)]
-        process = subprocess.run(
-            command,
-            cwd=COURSE_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            stdin=subprocess.DEVNULL,
-        )
-        seconds = time.monotonic() - started
-        results_text = results_path.read_text(encoding="utf-8")
-        report_text = report_path.read_text(encoding="utf-8")
-        report = json.loads(report_text)
-        uid = int(report["environment"]["sandbox"]["uid"])
-        alive = live_processes_of(uid)
-        owned = _files_owned_by(
-            uid,
-            [(COURSE_ROOT, 50), (work, 50), (exposed, 50), (Path("/tmp"), 2)]
-            + [(Path(p), 3) for p in ("/var/tmp", "/dev/shm") if Path(p).is_dir()],
-        )
-        late_differ = False
-        if checks.get("recheck_after_s"):
-            time.sleep(float(checks["recheck_after_s"]))
-            late_differ = (
-                results_path.read_text(encoding="utf-8") != results_text
-                or report_path.read_text(encoding="utf-8") != report_text
-            )
-        changed = [path for path, digest in _digest(watched).items() if before[path] != digest]
-        changed += [
-            f"submission: {path}"
-            for path, digest in _digest([p for p in files_under(work) if p.is_file()]).items()
-            if submission_before.get(path) != digest
-        ]
-        return Outcome(
-            process=process,
-            seconds=seconds,
-            report=report,
-            results=json.loads(results_text),
-            results_text=results_text,
-            report_text=report_text,
-            uid_alive=alive,
-            owned_files=owned,
-            canary_changed=canary.read_text() != "the grader's canary\n"
-            or stat.S_IMODE(canary.stat().st_mode) != 0o666,
-            pwned=Path(f"{canary}.pwned").exists(),
-            received=list(listener.received) if listener else [],
-            changed_files=changed,
-            late_outputs_differ=late_differ,
-            secret=secret,
-        )
-    finally:
-        if listener:
-            listener.close()
-        shutil.rmtree(exposed, ignore_errors=True)
-        remove_tree(work)  # a case may nest folders deeper than shutil.rmtree can recurse
+    built = build_submission(case, work, replacements)
+    # The batch's key is the entry's name without its suffix: the case's name.
+    entry = batch_dir / (case.name + ("" if built.is_dir() else built.suffix))
+    built.rename(entry)
+    watched = [COURSE_ROOT / name for name in case.checks.get("unchanged", ())]
+    return Prepared(
+        case=case,
+        entry=entry,
+        exposed=exposed,
+        outputs=outputs,
+        canary=canary,
+        listener=listener,
+        watched=watched,
+        watched_before=_digest(watched),
+        entry_before=_entry_digest(entry),
+    )
+
+
+def _entry_digest(entry: Path) -> dict[str, str]:
+    return _digest([p for p in files_under(entry) if p.is_file()] if entry.is_dir() else [entry])
+
+
+@dataclass
+class BatchRun:
+    process: subprocess.CompletedProcess[str]
+    # Processes and files of the sandbox uids once the batch returned, by uid.
+    alive: dict[int, list[int]]
+    owned: dict[int, list[str]]
+
+
+def run_batch(
+    batch_dir: Path, out_dir: Path, secret: str, environment: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """Grade every prepared case with one `batch`, as staff grade a class: warm workers."""
+    env = dict(environment)
+    env.update(
+        PYTHONPATH=str(COURSE_ROOT),
+        GRADER_TEST_TIMEOUT_S=TEST_TIMEOUT_S,
+        HOSTILE_SECRET=secret,
+        # Named like the grader's own settings, which a grading worker keeps only by name.
+        GRADER_HOSTILE_SECRET=secret,
+    )
+    command = [sys.executable, "-m", "grader", "batch", str(batch_dir), "--out", str(out_dir)]
+    command += ["-a", ASSIGNMENT, "--seed", "12345", "--device", "cpu", "--no-similarity"]
+    command += ["--workers", str(WORKERS)]
+    return subprocess.run(
+        command,
+        cwd=COURSE_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BATCH_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def observe_case(prepared: Prepared, batch: BatchRun, secret: str) -> Outcome:
+    """Everything the case's checks need, read once the batch has returned."""
+    report_path = prepared.outputs / "report.json"
+    report_text = report_path.read_text(encoding="utf-8")
+    report = json.loads(report_text)
+    uid = int(report["environment"]["sandbox"]["uid"])
+    late_differ = False
+    if prepared.case.checks.get("recheck_after_s"):
+        time.sleep(float(prepared.case.checks["recheck_after_s"]))
+        late_differ = report_path.read_text(encoding="utf-8") != report_text
+    changed = [
+        path
+        for path, digest in _digest(prepared.watched).items()
+        if prepared.watched_before[path] != digest
+    ]
+    changed += [
+        f"submission: {path}"
+        for path, digest in _entry_digest(prepared.entry).items()
+        if prepared.entry_before.get(path) != digest
+    ]
+    canary = prepared.canary
+    return Outcome(
+        process=batch.process,
+        seconds=float(report["duration_s"]),
+        report=report,
+        report_text=report_text,
+        uid_alive=batch.alive.get(uid, []),
+        owned_files=batch.owned.get(uid, []),
+        canary_changed=canary.read_text() != "the grader's canary\n"
+        or stat.S_IMODE(canary.stat().st_mode) != 0o666,
+        pwned=Path(f"{canary}.pwned").exists(),
+        received=list(prepared.listener.received) if prepared.listener else [],
+        changed_files=changed,
+        late_outputs_differ=late_differ,
+        secret=secret,
+    )
 
 
 @pytest.fixture(scope="module")
 def hostile_runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Future[Outcome]]]:
-    """Start every selected case at once, two at a time; each test then waits for its own."""
+    """Every selected case, and the unmodified reference, graded by one `batch` in the
+    background; each test then waits for its own outcome."""
     names = [
         str(item.callspec.params["case"])
         for item in request.session.items
         if isinstance(item, pytest.Function) and item.originalname == "test_hostile_case"
     ]
     no_changes = tmp_path_factory.mktemp("no-changes")  # a case folder with nothing in it
-    baseline = Case(BASELINE, no_changes, {})
+    cases = [Case(BASELINE, no_changes, {}), *(CASES[name] for name in names)]
+    root = tmp_path_factory.mktemp("hostile-batch")
+    batch_dir, out_dir = root / "submissions", root / "out"
+    batch_dir.mkdir()
+    prepared = [
+        prepare_case(case, tmp_path_factory.mktemp(case.name), batch_dir, out_dir / "reports")
+        for case in cases
+    ]
     # Read here, in pytest's thread: pytest sets and unsets PYTEST_CURRENT_TEST while the
     # cases run, and iterating os.environ from another thread then fails.
     environment = grading_environment()
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        runs = {
-            BASELINE: pool.submit(
-                run_case, baseline, tmp_path_factory.mktemp(BASELINE), environment
-            )
-        }
-        runs.update(
-            (name, pool.submit(run_case, CASES[name], tmp_path_factory.mktemp(name), environment))
-            for name in names
+    secret = secrets.token_hex(16)
+
+    def grade_all() -> BatchRun:
+        process = run_batch(batch_dir, out_dir, secret, environment)
+        uids = sorted(_sandbox_uids(out_dir / "reports"))
+        roots = [(COURSE_ROOT, 50), (root, 50), (Path("/tmp"), 3)]
+        roots += [(Path(p), 3) for p in ("/var/tmp", "/dev/shm") if Path(p).is_dir()]
+        return BatchRun(
+            process=process,
+            alive={uid: live_processes_of(uid) for uid in uids},
+            owned={uid: _files_owned_by(uid, roots) for uid in uids},
         )
-        yield runs
+
+    def outcome(batch: Future[BatchRun], case: Prepared) -> Outcome:
+        return observe_case(case, batch.result(), secret)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        batch = pool.submit(grade_all)
+        with ThreadPoolExecutor(max_workers=1) as observers:
+            yield {case.case.name: observers.submit(outcome, batch, case) for case in prepared}
+    for case in prepared:
+        if case.listener:
+            case.listener.close()
+        shutil.rmtree(case.exposed, ignore_errors=True)
+    remove_tree(root)  # a case may nest folders deeper than shutil.rmtree can recurse
+
+
+def _sandbox_uids(reports_dir: Path) -> set[int]:
+    uids = set()
+    for report in reports_dir.glob("*/report.json"):
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            uids.add(int(json.loads(report.read_text())["environment"]["sandbox"]["uid"]))
+    return uids
 
 
 def _case_params() -> list[Any]:
@@ -415,7 +484,7 @@ def _describe(outcome: Outcome) -> str:
 def test_hostile_case(case: str, hostile_runs: dict[str, Future[Outcome]]) -> None:
     spec = CASES[case]
     outcome = hostile_runs[case].result()
-    report, results = outcome.report, outcome.results
+    report = outcome.report
     described = _describe(outcome)
 
     assert outcome.process.returncode == 0, described
@@ -441,10 +510,9 @@ def test_hostile_case(case: str, hostile_runs: dict[str, Future[Outcome]]) -> No
     assert not outcome.late_outputs_differ, "the outputs changed after grade returned"
 
     # The outputs are the grader's own, complete and consistent.
-    assert "forged" not in outcome.results_text and "forged" not in outcome.report_text
-    assert results["score"] == pytest.approx(report["score"])
-    assert sum(t["score"] for t in results["tests"]) == pytest.approx(report["score"], abs=1e-3)
-    everything = outcome.results_text + outcome.report_text + outcome.process.stdout
+    assert "forged" not in outcome.report_text
+    assert sum(t["score"] for t in report["tests"]) == pytest.approx(report["score"], abs=1e-3)
+    everything = outcome.report_text + outcome.process.stdout
     assert outcome.secret not in everything + outcome.process.stderr, "a secret leaked"
     for test in report["tests"]:
         assert INTERNAL_PROBLEM not in test["message"], f"{test['name']}: {test.get('detail')}"
