@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from grader.source_check import import_closure, module_imports
+from grader.source_check import import_closure, inspect_source
 
 # Builtins that reach attributes or run code by names given as data.
 DYNAMIC_BUILTINS = frozenset(
@@ -174,14 +174,9 @@ class StudentSource(str):
 
 
 def _compiled_imports(files: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
-    """What each file imports; nothing for a file that does not compile."""
-    imports: dict[str, tuple[str, ...]] = {}
-    for name, text in files.items():
-        try:
-            imports[name] = tuple(module_imports(compile(text, name, "exec", dont_inherit=True)))
-        except (SyntaxError, ValueError):
-            imports[name] = ()
-    return imports
+    """What each file imports, read as preparing a submission reads it (nothing for a file
+    that does not compile)."""
+    return {name: inspect_source(name, text.encode()).imports for name, text in files.items()}
 
 
 def _reached_files(source: StudentSource) -> list[tuple[str, ast.Module]]:

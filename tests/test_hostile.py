@@ -67,7 +67,7 @@ import pytest
 
 from grader.sandbox.identity import SANDBOX_UID_BASE, live_processes_of
 from tests.deep_folders import files_under, remove_tree
-from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR
+from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, run_grader_cli
 
 # Every hostile case attacks the first assignment; naming it keeps the cases about attacks.
 ASSIGNMENT = SOLUTIONS_DIR.name
@@ -344,25 +344,18 @@ def run_batch(
     batch_dir: Path, out_dir: Path, secret: str, environment: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
     """Grade every prepared case with one `batch`, as staff grade a class: warm workers."""
-    env = dict(environment)
-    env.update(
-        PYTHONPATH=str(COURSE_ROOT),
+    env = dict(
+        environment,
         GRADER_TEST_TIMEOUT_S=TEST_TIMEOUT_S,
         HOSTILE_SECRET=secret,
         # Named like the grader's own settings, which a grading worker keeps only by name.
         GRADER_HOSTILE_SECRET=secret,
     )
-    command = [sys.executable, "-m", "grader", "batch", str(batch_dir), "--out", str(out_dir)]
-    command += ["-a", ASSIGNMENT, "--seed", "12345", "--device", "cpu", "--no-similarity"]
-    command += ["--workers", str(WORKERS)]
-    return subprocess.run(
-        command,
-        cwd=COURSE_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
+    return run_grader_cli(
+        *("batch", batch_dir, "--out", out_dir, "-a", ASSIGNMENT, "--seed", "12345"),
+        *("--device", "cpu", "--no-similarity", "--workers", str(WORKERS)),
         timeout=BATCH_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
+        environment=env,
     )
 
 
