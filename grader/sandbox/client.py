@@ -383,11 +383,13 @@ class Sandbox:
             # code) in its heap, and every later job is a copy of it: a fresh server per
             # module, forked from the zygote, holds nothing another part's jobs wrote.
             self._end_submission_server()
+        # Before a server is forked: its request carries the probe file to the zygote, which
+        # imports it once, so that no server imports it (and re-freezes its heap) itself.
+        probe_copy = self._probe_copy(probe_file)
         if self._channel is None:
             self._start_submission_server()
             self._server_module = module
         submission_dir = self._module_view(module)
-        probe_copy = self._probe_copy(probe_file)
         self._job_count += 1
         job_dir = self.workdir / "jobs" / f"{self._job_count:04d}"
         job_dir.mkdir()
