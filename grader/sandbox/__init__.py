@@ -7,6 +7,8 @@
   library and torch: the zygote, each submission's fork server, and the student process's
   isolation (namespaces, mounts, limits, a uid of its own);
 - `confine`: Landlock and seccomp for the student process (loaded by path by the server);
+- `heap`: a process's private memory collapsed into 2 MiB pages, so that it forks cheaply
+  (loaded by path by the server; a grading worker uses it too);
 - `protocol`: the messages between the two sides (`TypedDict`s) and the constants both read
   (loaded by path by the server too);
 - `identity`: the sandbox's own uid, claimed under a lock, and the sweep of its processes

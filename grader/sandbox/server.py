@@ -90,10 +90,11 @@ def _sibling(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from grader.sandbox import protocol
+    from grader.sandbox import heap, protocol
     from grader.sandbox.protocol import Config, Job, LimitsConfig
 else:
     protocol = _sibling("protocol")
+    heap = _sibling("heap")
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -113,8 +114,6 @@ MS_PRIVATE = 0x40000
 MS_RELATIME = 0x200000
 MS_STRICTATIME = 0x1000000
 MNT_DETACH = 2
-MADV_COLLAPSE = 25
-HUGE_PAGE = 2 << 20
 MOUNT_OPTION_FLAGS = {
     "ro": MS_RDONLY,
     "nosuid": MS_NOSUID,
@@ -210,7 +209,6 @@ class ServerState:
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
-_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 
 
 class _CapHeader(ctypes.Structure):
@@ -1184,22 +1182,11 @@ def _freeze_heap() -> None:
 
     A garbage collection in a forked child would walk (and so copy, page by page) every
     object the server holds, torch's modules included: frozen objects are not walked. And
-    torch leaves a large private heap whose page entries fork copies and exit frees one by
-    one; collapsed into 2 MiB pages they are a few hundred times fewer (Linux 6.1+, best
-    effort: a child that writes to one gets a private copy of only the 4 KiB it wrote).
+    its private memory goes into 2 MiB pages (heap.py).
     """
     gc.collect()
     gc.freeze()
-    with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-        regions = [line.split() for line in maps]
-    for fields in regions:
-        start, end = (int(address, 16) for address in fields[0].split("-"))
-        name = fields[5] if len(fields) > 5 else ""
-        if "w" not in fields[1] or name not in ("", "[heap]"):
-            continue
-        start, end = -(-start // HUGE_PAGE) * HUGE_PAGE, end // HUGE_PAGE * HUGE_PAGE
-        if end - start >= HUGE_PAGE:
-            _libc.madvise(start, end - start, MADV_COLLAPSE)
+    heap.collapse_private_memory()
 
 
 def _warm_up(torch: Any) -> None:
