@@ -308,11 +308,16 @@ def seccomp_program() -> bytes:
     return _assemble(steps)
 
 
+# Assembled once, where this module is loaded (the sandbox's zygote), rather than in every
+# student process: 0.3 of the 1.6 ms that confining a job took.
+SECCOMP_PROGRAM = seccomp_program()
+
+
 def apply_seccomp() -> bool:
-    """Install `seccomp_program` on this process (inherited by everything it starts)."""
+    """Install `SECCOMP_PROGRAM` on this process (inherited by everything it starts)."""
     if not supported():
         return False
-    program = seccomp_program()
+    program = SECCOMP_PROGRAM
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len=len(program) // 8, filter=ctypes.addressof(buffer))
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
