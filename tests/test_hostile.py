@@ -517,7 +517,11 @@ def _descendants(pid: int) -> set[int]:
     found, pending = set(), [pid]
     while pending:
         parent = pending.pop()
-        for task in Path(f"/proc/{parent}/task").glob("*"):
+        try:
+            tasks = list(Path(f"/proc/{parent}/task").iterdir())
+        except OSError:
+            continue  # it ended while we walked the tree
+        for task in tasks:
             try:
                 children = (task / "children").read_text().split()
             except OSError:
