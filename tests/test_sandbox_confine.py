@@ -84,6 +84,11 @@ CHILD = textwrap.dedent(
         "unix_pair": lambda: [s.close() for s in socket.socketpair()] and None,
         "ptrace_parent": lambda: raw(101, 16, os.getppid(), 0, 0),  # PTRACE_ATTACH
         "unshare_user": lambda: raw(272, 0x10000000),
+        # IPC_PRIVATE objects, IPC_CREAT | 0600: each would outlive this process.
+        "sysv_shm": lambda: raw(29, 0, 4096, 0o1600),
+        "sysv_queue": lambda: raw(68, 0, 0o1600),
+        "sysv_semaphores": lambda: raw(64, 0, 1, 0o1600),
+        "posix_queue": lambda: raw(240, b"/confine-test-queue", os.O_CREAT | os.O_RDWR, 0o600, 0),
         "thread": thread,
         "fork": fork,
     }
@@ -168,6 +173,8 @@ def test_seccomp_denies_what_students_never_need(tmp_path: Path, listener: socke
     assert got["unshare_user"] == "EPERM"
     assert got["inet_socket"] == "EPERM"
     assert got["connect_tcp"] == "EPERM"
+    for ipc in ("sysv_shm", "sysv_queue", "sysv_semaphores", "posix_queue"):
+        assert got[ipc] == "EPERM", ipc
     # What ordinary code (and a DataLoader with workers) needs keeps working.
     assert got["unix_pair"] == "ok"
     assert got["thread"] == "ok"

@@ -137,6 +137,28 @@ DENIED_SYSCALLS = {
     "syslog": 103,
     "vhangup": 153,
     "lookup_dcookie": 212,
+    # System V IPC objects and POSIX message queues outlive the process that made them and
+    # are found again by key or name: without an IPC namespace (Docker), one test, or one
+    # student of a batch, could leave data there for the next. (DataLoader workers share
+    # memory through /dev/shm files and unix sockets, not these.)
+    "shmget": 29,
+    "shmat": 30,
+    "shmctl": 31,
+    "shmdt": 67,
+    "semget": 64,
+    "semop": 65,
+    "semctl": 66,
+    "semtimedop": 220,
+    "msgget": 68,
+    "msgsnd": 69,
+    "msgrcv": 70,
+    "msgctl": 71,
+    "mq_open": 240,
+    "mq_unlink": 241,
+    "mq_timedsend": 242,
+    "mq_timedreceive": 243,
+    "mq_notify": 244,
+    "mq_getsetattr": 245,
 }
 
 _libc = ctypes.CDLL(None, use_errno=True)
