@@ -270,6 +270,13 @@ def _try(action):
         return type(error).__name__
 
 
+def _new_file_mode():
+    path = os.path.join("/dev/shm", "made-by-the-student")
+    with open(path, "w"):
+        pass
+    return os.stat(path).st_mode & 0o777
+
+
 def run(what, port=0, hidden="", canary=""):
     if what == "look":
         return {
@@ -281,6 +288,7 @@ def run(what, port=0, hidden="", canary=""):
             "write_canary": _try(lambda: open(canary, "a").write("x")),
             "write_root": _try(lambda: open("/hostile", "w")),
             "connect": _try(lambda: socket.create_connection(("127.0.0.1", port), timeout=1)),
+            "new_file_mode": _new_file_mode(),
         }
     if what == "daemon":
         if os.fork() == 0:
@@ -354,6 +362,8 @@ def test_a_job_is_isolated(live_sandbox: tuple[Sandbox, Path], tmp_path: Path) -
     assert got["write_canary"] != "ok" and got["write_root"] != "ok"
     assert got["connect"] != "ok"
     assert canary.read_text() == ""
+    # Private to its uid even in a /dev/shm shared with other sandboxes' tests.
+    assert got["new_file_mode"] == 0o600
 
 
 @pytest.mark.slow

@@ -843,6 +843,9 @@ def _run_student(
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(number, signal.SIG_DFL)
     os.chdir(home)
+    # What it creates is its own uid's alone, also where /dev/shm is shared with the tests of
+    # other sandboxes (no mount namespace): two batch workers' sandboxes have two uids.
+    os.umask(0o077)
     _set_limits(state.config["limits"], device=state.config["device"])
     _drop_privileges(state)
     _die_with_server(SERVER_FD)  # again: the change of uid cancelled the first request
