@@ -233,8 +233,9 @@ def run_against(
 
 
 def gate_openers_against_liars(assignment: Assignment, *, device: str = "cpu") -> list[str]:
-    """One line per problem: a gate-opening test that passed against a lie, or a part whose
-    gate nothing opens even with the reference's own outputs (it could never score)."""
+    """One line per problem: a gate-opening test that passed against a lie, a part whose gate
+    nothing opens even with the reference's own outputs (it could never score), or a test
+    without a gating marker that did not compare on seeded inputs."""
     return _problems(assignment, device)
 
 
@@ -246,6 +247,15 @@ def _problems(assignment: Assignment, device: str) -> list[str]:
     if broken:
         return [f"{where}: the hidden suite could not run: {broken}"]
     opened = {t.part for t in honest if t.outcome == "passed" and not t.gated}
+    for test in honest:
+        if test.gated and not test.marked_gated and test.outcome != "skipped":
+            problems.append(
+                f"{where}: part {test.part}: {test.name!r} carries no gating marker but did "
+                "not compare with the reference on seeded inputs, so it never opens the "
+                "gate, and its part's checks that name no test (`counts_after`) would wait "
+                "for it forever. Call `compare` with the `seed` fixture's value in its "
+                "arguments, or mark it self_reported."
+            )
     for part in assignment.parts:
         if part.id not in opened:
             problems.append(

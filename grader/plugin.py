@@ -264,8 +264,12 @@ def opens_gate(item: pytest.Item) -> bool:
     answer), stays gated whatever its markers say.
     """
     seeded = item.stash.get(SEEDED_COMPARES_KEY, [])
-    marked = any(item.get_closest_marker(name) for name in GATED_MARKERS)
-    return bool(seeded) and all(seeded) and not marked
+    return bool(seeded) and all(seeded) and not marked_gated(item)
+
+
+def marked_gated(item: pytest.Item) -> bool:
+    """Whether a gating marker says `item`'s verdict proves nothing (whatever it ran)."""
+    return any(item.get_closest_marker(name) for name in GATED_MARKERS)
 
 
 def counts_after(item: pytest.Item) -> tuple[str, ...]:
@@ -499,6 +503,7 @@ class GraderPlugin:
             gated=not opens_gate(item),
             function=getattr(item, "originalname", item.name),
             counts_after=counts_after(item),
+            marked_gated=marked_gated(item),
             detail=detail,
             output=output,
             cause=cause,

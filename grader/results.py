@@ -43,6 +43,9 @@ class TestResult:
     gated: bool = False
     # ...one of these test functions, where any are named (the plugin's `counts_after`).
     counts_after: tuple[str, ...] = ()
+    # A gating marker (static_rule, self_reported, counts_after) says its verdict proves
+    # nothing; unmarked tests are the ones a part's gate-openers come from.
+    marked_gated: bool = False
     # The hidden test function this result comes from (one per parameter set).
     function: str = ""
     # For staff only: tracebacks and raw details. Never shown to students.

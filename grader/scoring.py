@@ -12,6 +12,10 @@ GATED_NOTE = (
     "(This check counts once a test of this part that compares your values with the "
     "reference's on hidden inputs passes.)"
 )
+GATED_ALL_NOTE = (
+    "(This check counts once every test of this part that compares your values with the "
+    "reference's on hidden inputs passes at least once; still to pass: {tests}.)"
+)
 GATED_AFTER_NOTE = (
     "(This check counts once {which}, which compare your values with the reference's on "
     "hidden inputs, passes: {tests}.)"
@@ -29,10 +33,13 @@ def score_tests(
 
     A gated test (a source rule, a verdict the student side reports, or any test that did
     not compare with the reference on seeded inputs; the plugin decides) never earns points
-    on its own: it counts only once an ungated test of the same part passed, so a stub, or a
-    submission that forges every verdict its own process reports, scores exactly 0. A gated
-    test that names tests (`counts_after`) needs more: one of those, passed and ungated, so
-    forged checks of a function count only once that function's own comparison passes.
+    on its own, so a stub, or a submission that forges every verdict its own process
+    reports, scores exactly 0. A gated test that names tests (`counts_after`) counts once
+    one of those passed ungated: forged checks of a function count only once that
+    function's own comparison passes. One that names none is about a function no seeded
+    test can check (or its author did not say which): it counts once every test function
+    of its part that can open the gate passed ungated at least once, so implementing one
+    function of a part never unlocks forged checks of another.
     """
     by_part: dict[str, list[TestResult]] = {part.id: [] for part in assignment.parts}
     for test in tests:
@@ -49,7 +56,9 @@ def score_tests(
                 scored.append(dataclasses.replace(test, score=0.0, max_score=0.0))
                 continue
             max_score = round(part.points * test.weight / total_weight, 6)
-            earned = test.outcome == "passed" and (not test.gated or _opened(test, openers))
+            earned = test.outcome == "passed" and (
+                not test.gated or _opened(test, openers, part_tests)
+            )
             message = test.message
             if test.gated and test.outcome == "passed" and not earned:
                 message = f"{message}\n{_gated_note(test, part_tests)}".strip()
@@ -72,15 +81,31 @@ def score_tests(
     return tuple(parts), tuple(scored)
 
 
-def _opened(test: TestResult, openers: list[TestResult]) -> bool:
-    """Whether a passing gate-opening test opens `test`'s gate."""
-    if not test.counts_after:
-        return bool(openers)
-    return any(opener.function in test.counts_after for opener in openers)
+def _opened(test: TestResult, openers: list[TestResult], part_tests: list[TestResult]) -> bool:
+    """Whether the passing gate-opening tests open `test`'s gate."""
+    if test.counts_after:
+        return any(opener.function in test.counts_after for opener in openers)
+    # Which functions must have passed is read from the markers, not from how the tests ran:
+    # a seeded test that never got to compare (its part stopped after two timeouts) still
+    # counts as one that has not passed.
+    return bool(openers) and _missing_openers(part_tests, openers) == []
+
+
+def _missing_openers(part_tests: list[TestResult], openers: list[TestResult]) -> list[str]:
+    """The part's possible gate-opening test functions that have not passed ungated yet."""
+    passed = {opener.function for opener in openers}
+    missing = {t.function: t.name for t in part_tests if not t.marked_gated}
+    return sorted(name for function, name in missing.items() if function not in passed)
 
 
 def _gated_note(test: TestResult, part_tests: list[TestResult]) -> str:
     """What must pass before `test` counts, naming the tests where the part has them."""
+    if not test.counts_after:
+        openers = [t for t in part_tests if t.outcome == "passed" and not t.gated]
+        missing = _missing_openers(part_tests, openers)
+        if not missing:
+            return GATED_NOTE
+        return GATED_ALL_NOTE.format(tests="; ".join(f"'{name}'" for name in missing))
     needed = sorted({t.name for t in part_tests if not t.gated and t.function in test.counts_after})
     if not needed:
         return GATED_NOTE

@@ -27,9 +27,15 @@ def test_liars_find_a_gate_opener_whose_answer_ignores_the_seed(tmp_path: Path) 
     problems = gate_openers_against_liars(assignment)
     ignored = [line for line in problems if "'seed ignored by the probe'" in line]
     never = [line for line in problems if "can never score" in line]
+    unmarked = [line for line in problems if "carries no gating marker" in line]
     assert ignored and all(f"part {toy}:" in line for line in ignored), problems
     assert len(never) == 1 and f"part {reports}:" in never[0], problems
-    assert sorted(ignored + never) == sorted(problems)
+    # Tests that did not compare on seeded inputs and carry no marker saying so: they would
+    # hold their part's checks that name no test.
+    names = sorted(line.split("'")[1] for line in unmarked)
+    assert names == ["one compare unseeded", "seed used elsewhere", "student only", "student only"]
+    assert any(f"part {reports}: 'student only'" in line for line in unmarked), problems
+    assert sorted(ignored + never + unmarked) == sorted(problems)
 
 
 @pytest.mark.parametrize("lie", LIES, ids=[lie.name for lie in LIES])

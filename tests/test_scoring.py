@@ -11,13 +11,23 @@ from grader.scoring import GATED_NOTE, score_tests
 ASSIGNMENT = load_assignment("pytorch_basics")
 
 
-def result(part: str, outcome: Outcome, weight: float = 1.0, *, static: bool = False) -> TestResult:
+def result(
+    part: str,
+    outcome: Outcome,
+    weight: float = 1.0,
+    *,
+    static: bool = False,
+    function: str = "test_values",
+) -> TestResult:
+    """A result of `function` (one test function, any parameter set); `static`: a rule."""
     return TestResult(
-        name=f"{part}-{outcome}",
+        name=f"{part}-{function}-{outcome}",
         part=part,
         outcome=outcome,
         weight=weight,
         gated=static,
+        marked_gated=static,
+        function="test_rule" if static else function,
     )
 
 
@@ -44,14 +54,33 @@ def test_static_rule_alone_earns_nothing() -> None:
     ]
     parts, scored = score_tests(ASSIGNMENT, tests, sources={}, problems={})
     assert parts[0].score == 0
-    assert GATED_NOTE in scored[0].message
+    assert "still to pass: 'manual_backprop-test_values-error'" in scored[0].message
+
+
+def test_a_gated_test_that_names_no_function_waits_for_every_seeded_function() -> None:
+    """Implementing one function of a part does not unlock forged checks of another."""
+    loader_check = result("dataloader_training", "passed", 5, static=True)
+    evaluate = result("dataloader_training", "passed", 4, function="test_evaluate")
+    train = result("dataloader_training", "failed", 4, function="test_train")
+    parts, scored = score_tests(
+        ASSIGNMENT, [loader_check, evaluate, train], sources={}, problems={}
+    )
+    assert parts[4].id == "dataloader_training"
+    assert parts[4].score == pytest.approx(15 * 4 / 13)
+    assert scored[0].score == 0 and "'dataloader_training-test_train-failed'" in scored[0].message
+    # One passing parameter set of each seeded function is enough.
+    trained = dataclasses.replace(train, outcome="passed")
+    parts, scored = score_tests(
+        ASSIGNMENT, [loader_check, evaluate, train, trained], sources={}, problems={}
+    )
+    assert scored[0].score > 0 and GATED_NOTE not in scored[0].message
 
 
 def test_static_rule_counts_once_a_functional_test_passes() -> None:
     tests = [
         result("manual_backprop", "passed", 2, static=True),
         result("manual_backprop", "passed", 9),
-        result("manual_backprop", "failed", 9),
+        result("manual_backprop", "failed", 9),  # another parameter set of the same test
     ]
     assert scores(tests)["manual_backprop"] == pytest.approx(11.0)
 

@@ -76,6 +76,7 @@ def test_weights_updated_in_place(compare, seed, device):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_losses_match", "test_weights_updated_in_place")
 @pytest.mark.points(2)
 def test_gradients_zeroed(compare, seed, device):
     """train_autograd: w1.grad and w2.grad are zero (or None) on return"""
@@ -89,6 +90,7 @@ def test_gradients_zeroed(compare, seed, device):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_losses_match", "test_weights_updated_in_place")
 @pytest.mark.points(2)
 def test_weights_stay_leaves(compare, seed, device):
     """train_autograd: w1 and w2 are still leaf tensors that require grad"""
@@ -104,6 +106,7 @@ def test_weights_stay_leaves(compare, seed, device):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_losses_match", "test_weights_updated_in_place")
 @pytest.mark.points(1)
 def test_returns_list_of_floats(compare, seed, device):
     """train_autograd: returns a list of `steps` Python floats"""

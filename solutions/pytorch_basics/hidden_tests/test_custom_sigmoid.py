@@ -116,6 +116,7 @@ def test_extreme_gradients_stay_finite(compare, seed, device):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_forward_matches")
 @pytest.mark.points(2)
 def test_sigmoid_uses_custom_function(student, seed, device):
     """sigmoid(x): returns Sigmoid.apply(x), a custom torch.autograd.Function"""

@@ -159,6 +159,7 @@ def test_train_with_loader(compare, seed, device, dtype, epochs):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_train_with_loader")
 @pytest.mark.points(1)
 def test_train_with_loader_training_mode(compare, seed, device):
     """train_with_loader: puts the model in training mode and returns Python floats"""
@@ -192,6 +193,7 @@ def test_evaluate_matches(compare, seed, device, dtype):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_evaluate_matches")
 @pytest.mark.points(1)
 def test_evaluate_eval_mode_no_grad(compare, seed, device):
     """evaluate: runs the model in eval mode without building a graph, returns a float"""

@@ -188,6 +188,7 @@ def test_train_manual_updates_in_place(compare, seed, device):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_train_manual_losses", "test_train_manual_updates_in_place")
 @pytest.mark.points(1)
 def test_train_manual_returns_list_of_floats(compare, seed, device):
     """train_manual: returns a list of `steps` Python floats"""

@@ -41,6 +41,7 @@ def _check_structure(got, want, cls):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_two_layer_net_forward")
 @pytest.mark.points(2)
 @pytest.mark.parametrize(
     "dims", [pytest.param([53, 29, 7], id="53-29-7"), pytest.param([11, 6, 3], id="11-6-3")]
@@ -54,6 +55,7 @@ def test_two_layer_net_structure(compare, dims):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_parallel_block_forward")
 @pytest.mark.points(2)
 def test_parallel_block_structure(compare):
     """ParallelBlock: registers linear1 and linear2 with the right state_dict keys and shapes"""
