@@ -277,7 +277,12 @@ def _new_file_mode():
     return os.stat(path).st_mode & 0o777
 
 
-def run(what, port=0, hidden="", canary=""):
+def _connect_unix(path):
+    with socket.socket(socket.AF_UNIX) as client:
+        client.connect(path)
+
+
+def run(what, port=0, hidden="", canary="", service=""):
     if what == "look":
         return {
             "uid": os.getuid(),
@@ -289,6 +294,7 @@ def run(what, port=0, hidden="", canary=""):
             "write_root": _try(lambda: open("/hostile", "w")),
             "connect": _try(lambda: socket.create_connection(("127.0.0.1", port), timeout=1)),
             "new_file_mode": _new_file_mode(),
+            "connect_service": _try(lambda: _connect_unix(service)),
         }
     if what == "daemon":
         if os.fork() == 0:
@@ -343,17 +349,26 @@ def test_a_job_is_isolated(live_sandbox: tuple[Sandbox, Path], tmp_path: Path) -
     canary = tmp_path / "canary"
     canary.write_text("")
     canary.chmod(0o666)
-    with socket.socket() as listener:
+    # Like the host's D-Bus or systemd-resolved socket: in /run, open to every user.
+    service = Path("/run") / f"torch-grader-test-{os.getpid()}.sock"
+    with socket.socket() as listener, socket.socket(socket.AF_UNIX) as service_listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
-        got = _run(
-            sandbox,
-            root,
-            what="look",
-            port=listener.getsockname()[1],
-            hidden=str(root / "hidden" / "answer.txt"),
-            canary=str(canary),
-        )
+        service_listener.bind(str(service))
+        try:
+            service.chmod(0o666)
+            service_listener.listen()
+            got = _run(
+                sandbox,
+                root,
+                what="look",
+                port=listener.getsockname()[1],
+                hidden=str(root / "hidden" / "answer.txt"),
+                canary=str(canary),
+                service=str(service),
+            )
+        finally:
+            service.unlink()
     assert sandbox.identity is not None and got["uid"] == sandbox.identity.uid
     assert got["groups"] == []
     assert got["pids"] == [1]  # its own pid namespace, with a /proc of its own
@@ -361,6 +376,7 @@ def test_a_job_is_isolated(live_sandbox: tuple[Sandbox, Path], tmp_path: Path) -
     assert not got["hidden_exists"]
     assert got["write_canary"] != "ok" and got["write_root"] != "ok"
     assert got["connect"] != "ok"
+    assert got["connect_service"] != "ok"  # /run is covered: no way out through a socket
     assert canary.read_text() == ""
     # Private to its uid even in a /dev/shm shared with other sandboxes' tests.
     assert got["new_file_mode"] == 0o600

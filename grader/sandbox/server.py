@@ -134,9 +134,11 @@ LINUX_CAPABILITY_VERSION_3 = 0x20080522
 MAX_MESSAGE_CHARS = 4000
 MAX_TRACEBACK_CHARS = 6000
 # Top-level folders of the operating system; every other one is covered by an empty tmpfs.
+# /run is not one of them: it holds the host's service sockets (D-Bus, systemd-resolved),
+# which a unix socket reaches from inside an empty network namespace.
 SYSTEM_TOP_DIRS = frozenset(
     {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys"}
-    | {"run", "var", "tmp"}
+    | {"var", "tmp"}
 )
 # What Landlock leaves readable besides Python, torch and the job: the operating system.
 # (/dev is a rule of its own in confine.py; /run, /var and /tmp are not needed.)
