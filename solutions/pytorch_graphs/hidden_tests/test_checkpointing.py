@@ -58,6 +58,7 @@ def test_weights_round_trip(compare, seed, device, dtype):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_weights_round_trip")
 @pytest.mark.points(3)
 def test_load_weights_runs_no_code(compare, seed, device):
     """load_weights: refuses a file whose unpickling would run code (weights_only=True)"""

@@ -35,6 +35,7 @@ TRAIN_HINT = (
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_forward_every_depth")
 @pytest.mark.points(2)
 def test_structure(compare):
     """DynamicNet: three nn.Linear layers, the middle one shared by every depth"""

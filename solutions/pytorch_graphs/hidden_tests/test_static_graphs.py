@@ -88,6 +88,7 @@ def test_export_keeps_both_branches(compare, seed, device, z_example):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_export_keeps_both_branches")
 @pytest.mark.points(2)
 def test_export_graph_holds_a_cond(compare, seed, device):
     """export_conditional: the graph holds one torch.cond node"""
@@ -141,6 +142,7 @@ def test_trace_freezes_one_branch(compare, seed, device, z_example):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_trace_freezes_one_branch")
 @pytest.mark.points(2)
 def test_trace_graph_holds_one_matmul_and_no_cond(compare, seed, device):
     """trace_conditional: the graph holds one matrix multiply and no torch.cond"""

@@ -66,6 +66,7 @@ def test_replace_head_output(compare, seed, device, dtype):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_replace_head_output")
 @pytest.mark.points(3)
 def test_replace_head_freezes_only_the_backbone(compare, seed, device):
     """replace_head: the backbone's parameters are frozen, the new head's are trainable"""
@@ -109,6 +110,7 @@ def test_head_optimizer_steps(compare, seed, device):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_head_optimizer_steps")
 @pytest.mark.points(2)
 def test_head_optimizer_holds_only_the_head(compare, seed, device):
     """head_optimizer: an SGD over exactly the head's parameters, lr and momentum as asked"""
@@ -167,6 +169,7 @@ def test_train_head_losses(compare, seed, device, dtype, steps):
 
 
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_train_head_losses")
 @pytest.mark.points(3)
 def test_train_head_leaves_the_backbone_alone(compare, seed, device):
     """train_head: the backbone's weights and BatchNorm statistics stay as pretrained"""

@@ -119,6 +119,7 @@ def test_cross_entropy_gradient_large_logits(compare, seed, device, dtype, n, c)
 
 @pytest.mark.self_reported
 @pytest.mark.points(1)
+@pytest.mark.counts_after("test_cross_entropy_matches_reference")
 def test_no_builtin_log_softmax_at_run_time(student, seed, device):
     """cross_entropy: does not run a built-in log-softmax or cross-entropy"""
     got = student(probes.cross_entropy_builtins_called, seed=seed, device=device)
@@ -137,6 +138,7 @@ NO_BUILTIN_CROSS_ENTROPY = Rule(
 
 @pytest.mark.static_rule
 @pytest.mark.points(1)
+@pytest.mark.counts_after("test_cross_entropy_matches_reference")
 def test_no_builtin_cross_entropy_in_source(student_source):
     """cross_entropy.py: no F.cross_entropy, nn.CrossEntropyLoss or log_softmax"""
     assert student_source is not None, "cross_entropy.py was not found in the submission."

@@ -69,6 +69,7 @@ def test_mse_gradient_matches_reference(compare, seed, device, dtype, shape):
 
 @pytest.mark.self_reported
 @pytest.mark.points(1)
+@pytest.mark.counts_after("test_mse_matches_reference")
 def test_no_builtin_mse_at_run_time(student, seed, device):
     """mse_loss: does not run the built-in MSE loss"""
     got = student(probes.mse_builtins_called, seed=seed, device=device)
@@ -83,6 +84,7 @@ NO_BUILTIN_MSE = Rule(attributes=frozenset({"mse_loss", "MSELoss"}))
 
 @pytest.mark.static_rule
 @pytest.mark.points(1)
+@pytest.mark.counts_after("test_mse_matches_reference")
 def test_no_builtin_mse_in_source(student_source):
     """mse.py: no F.mse_loss or nn.MSELoss"""
     assert student_source is not None, "mse.py was not found in the submission."
