@@ -49,6 +49,7 @@ def score_tests(
     for part in assignment.parts:
         part_tests = by_part[part.id]
         openers = [t for t in part_tests if t.outcome == "passed" and not t.gated]
+        missing = _missing_openers(part_tests, openers)
         total_weight = sum(t.weight for t in part_tests if t.outcome != "skipped")
         earned_weight = 0.0
         for test in part_tests:
@@ -57,11 +58,11 @@ def score_tests(
                 continue
             max_score = round(part.points * test.weight / total_weight, 6)
             earned = test.outcome == "passed" and (
-                not test.gated or _opened(test, openers, part_tests)
+                not test.gated or _opened(test, openers, missing)
             )
             message = test.message
             if test.gated and test.outcome == "passed" and not earned:
-                message = f"{message}\n{_gated_note(test, part_tests)}".strip()
+                message = f"{message}\n{_gated_note(test, part_tests, missing)}".strip()
             score = max_score if earned else 0.0
             earned_weight += test.weight if earned else 0.0
             scored.append(
@@ -81,14 +82,15 @@ def score_tests(
     return tuple(parts), tuple(scored)
 
 
-def _opened(test: TestResult, openers: list[TestResult], part_tests: list[TestResult]) -> bool:
-    """Whether the passing gate-opening tests open `test`'s gate."""
+def _opened(test: TestResult, openers: list[TestResult], missing: list[str]) -> bool:
+    """Whether the passing gate-opening tests open `test`'s gate (`missing`: the part's
+    possible gate-openers that have not passed, `_missing_openers`)."""
     if test.counts_after:
         return any(opener.function in test.counts_after for opener in openers)
     # Which functions must have passed is read from the markers, not from how the tests ran:
     # a seeded test that never got to compare (its part stopped after two timeouts) still
     # counts as one that has not passed.
-    return bool(openers) and _missing_openers(part_tests, openers) == []
+    return bool(openers) and not missing
 
 
 def _missing_openers(part_tests: list[TestResult], openers: list[TestResult]) -> list[str]:
@@ -98,11 +100,9 @@ def _missing_openers(part_tests: list[TestResult], openers: list[TestResult]) ->
     return sorted(name for function, name in missing.items() if function not in passed)
 
 
-def _gated_note(test: TestResult, part_tests: list[TestResult]) -> str:
+def _gated_note(test: TestResult, part_tests: list[TestResult], missing: list[str]) -> str:
     """What must pass before `test` counts, naming the tests where the part has them."""
     if not test.counts_after:
-        openers = [t for t in part_tests if t.outcome == "passed" and not t.gated]
-        missing = _missing_openers(part_tests, openers)
         if not missing:
             return GATED_NOTE
         return GATED_ALL_NOTE.format(tests="; ".join(f"'{name}'" for name in missing))

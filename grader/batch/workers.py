@@ -30,6 +30,7 @@ from grader.errors import GraderError, UsageError
 from grader.jsonlines import JsonLines
 from grader.refcache import ReferenceCache
 from grader.report import MAX_REPORT_BYTES
+from grader.sandbox.heap import collapse_private_memory
 from grader.sandbox.settings import TIMEOUT_OVERRIDE_ENV
 
 if TYPE_CHECKING:
@@ -110,7 +111,6 @@ class GradingWorker:
     def grade(self, path: Path) -> ReportData:
         from grader.grade import grade_submission
         from grader.report import report_dict
-        from grader.sandbox.heap import collapse_private_memory
 
         if self.graded == 1:
             # This process forks a bounded child for every source test and submission check
