@@ -331,10 +331,13 @@ class GraderPlugin:
                     f"{item.nodeid}: reads student_source, so it runs in a bounded child "
                     f"that cannot reach the sandbox: move {', '.join(running)} to another test"
                 )
-            if item.get_closest_marker("cuda_only") and self.session.device != "cuda":
+            if self._skipped_for_device(item):
                 item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; graded on CPU"))
         if self.collection_errors:
             raise pytest.UsageError("\n".join(self.collection_errors))
+
+    def _skipped_for_device(self, item: pytest.Item) -> bool:
+        return bool(item.get_closest_marker("cuda_only")) and self.session.device != "cuda"
 
     def _check_counts_after(self, item: pytest.Item) -> None:
         """`counts_after` names test functions of the item's own module."""
@@ -504,6 +507,7 @@ class GraderPlugin:
             function=getattr(item, "originalname", item.name),
             counts_after=counts_after(item),
             marked_gated=marked_gated(item),
+            skipped_for_device=self._skipped_for_device(item),
             detail=detail,
             output=output,
             cause=cause,

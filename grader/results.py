@@ -44,8 +44,11 @@ class TestResult:
     # ...one of these test functions, where any are named (the plugin's `counts_after`).
     counts_after: tuple[str, ...] = ()
     # A gating marker (static_rule, self_reported, counts_after) says its verdict proves
-    # nothing; unmarked tests are the ones a part's gate-openers come from.
+    # nothing; unmarked tests are the ones a part's gate-openers come from...
     marked_gated: bool = False
+    # ...unless the grader skipped it for the device (`cuda_only` on CPU): it cannot pass
+    # there, so it is not waited for. A skip the test itself decides still is.
+    skipped_for_device: bool = False
     # The hidden test function this result comes from (one per parameter set).
     function: str = ""
     # For staff only: tracebacks and raw details. Never shown to students.

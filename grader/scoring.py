@@ -39,7 +39,8 @@ def score_tests(
     function's own comparison passes. One that names none is about a function no seeded
     test can check (or its author did not say which): it counts once every test function
     of its part that can open the gate passed ungated at least once, so implementing one
-    function of a part never unlocks forged checks of another.
+    function of a part never unlocks forged checks of another. (A `cuda_only` test skipped
+    on a CPU grade is not waited for; a test that skipped itself is.)
     """
     by_part: dict[str, list[TestResult]] = {part.id: [] for part in assignment.parts}
     for test in tests:
@@ -96,7 +97,9 @@ def _opened(test: TestResult, openers: list[TestResult], missing: list[str]) -> 
 def _missing_openers(part_tests: list[TestResult], openers: list[TestResult]) -> list[str]:
     """The part's possible gate-opening test functions that have not passed ungated yet."""
     passed = {opener.function for opener in openers}
-    missing = {t.function: t.name for t in part_tests if not t.marked_gated}
+    missing = {
+        t.function: t.name for t in part_tests if not t.marked_gated and not t.skipped_for_device
+    }
     return sorted(name for function, name in missing.items() if function not in passed)
 
 

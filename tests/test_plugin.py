@@ -12,6 +12,11 @@ from typing import Any
 
 import pytest
 
+# torch.testing.assert_close imports this on first use. Imported inside a pytester run, it
+# leaves with pytester's module snapshot, and the next run's import registers torch's
+# collective operators twice (a warning, an error under this suite's filterwarnings).
+import torch.distributed.tensor  # noqa: F401
+
 from grader import plugin
 from grader.assignment import Assignment, parse_manifest
 from grader.hints import error_hint
@@ -816,3 +821,60 @@ def test_a_test_may_not_both_read_source_and_run_student_code(tmp_path: Path) ->
     _, broken = run_against(assignment, HONEST, device="cpu", grading_seed=7)
     assert "reads student_source" in broken
     assert "move compare to another test" in broken
+
+
+GPU_ONLY_COMPARISON = '''
+import pytest
+import torch
+
+import fake_probes
+
+
+@pytest.mark.points(1)
+def test_doubles(compare, seed):
+    """doubles"""
+    got, want = compare(fake_probes.doubled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.cuda_only
+@pytest.mark.points(1)
+def test_triples_on_gpu(compare, seed):
+    """triples on a GPU"""
+    got, want = compare(fake_probes.tripled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.self_reported
+@pytest.mark.points(1)
+def test_part_check(student, seed):
+    """the part's own check"""
+    assert student(fake_probes.doubled, seed=seed)["y"].shape == (4,)
+'''
+
+
+def test_a_check_of_the_part_does_not_wait_for_a_test_the_device_skips(
+    pytester: pytest.Pytester,
+) -> None:
+    """On CPU a cuda_only comparison cannot run, so the part's checks do not wait for it."""
+    run = run_hidden(pytester, {}, {"part": GPU_ONLY_COMPARISON})
+    records = run.by_name()
+    assert records["triples on a GPU"].outcome == "skipped"
+    assert records["triples on a GPU"].skipped_for_device
+    assert records["the part's own check"].gated
+    assert run.scores() == {"part": pytest.approx(10.0)}
+
+
+def test_a_check_of_the_part_waits_for_a_test_that_skipped_itself(
+    pytester: pytest.Pytester,
+) -> None:
+    """A skip the test decides (here unconditional) is no reason to stop waiting for it."""
+    self_skipping = GPU_ONLY_COMPARISON.replace("@pytest.mark.cuda_only\n", "").replace(
+        '"""triples on a GPU"""', '"""triples on a GPU"""\n    pytest.skip("not today")'
+    )
+    run = run_hidden(pytester, {}, {"part": self_skipping})
+    records = run.by_name()
+    assert records["triples on a GPU"].outcome == "skipped"
+    assert not records["triples on a GPU"].skipped_for_device
+    # doubles alone (1 of the 2 weights that count): the check waits for triples.
+    assert run.scores() == {"part": pytest.approx(5.0)}
