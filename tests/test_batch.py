@@ -963,3 +963,33 @@ def test_batch_command_reports_bad_arguments(tmp_path: Path) -> None:
     process = run_grader_cli("batch", tmp_path, "--workers", "0")
     assert process.returncode == 2
     assert "--workers must be at least 1" in process.stderr
+
+
+@pytest.mark.slow
+def test_a_worker_compiles_the_hidden_tests_once_and_writes_nothing_into_solutions(
+    stub_copy: Path,
+) -> None:
+    from grader.batch.workers import GradingWorker, WorkerConfig
+
+    def solutions_bytecode() -> set[Path]:
+        return set(SOLUTIONS_DIR.parent.rglob("*.pyc"))
+
+    before = solutions_bytecode()
+    worker = GradingWorker(WorkerConfig("pytorch_basics", "cpu", 12345))
+    try:
+        first = worker.grade(stub_copy)
+        compiled = {
+            path: path.stat().st_mtime_ns for path in worker.bytecode_dir.rglob("test_*.pyc")
+        }
+        second = worker.grade(stub_copy)
+        recompiled = {path: path.stat().st_mtime_ns for path in compiled}
+    finally:
+        worker.close()
+    # pytest's rewritten modules, one per hidden test file, reused by the second grade.
+    hidden = sorted(path.stem for path in SOLUTIONS_DIR.joinpath("hidden_tests").glob("test_*.py"))
+    assert sorted(path.name.split(".")[0] for path in compiled) == hidden
+    assert all("pytest" in path.name for path in compiled)
+    assert recompiled == compiled
+    assert first["score"] == second["score"] == 0
+    assert len(first["tests"]) == len(second["tests"]) > 50
+    assert solutions_bytecode() == before

@@ -104,8 +104,11 @@ class GradingWorker:
             preforked=preforked,
         )
         self.sandbox.start()
-        # Every submission here is graded with the same seed and reference.
+        # Every submission here is graded with the same seed and reference, and the same
+        # hidden tests, compiled once. (The scratch folder is out of the sandbox's reach.)
         self.reference_cache = ReferenceCache()
+        self.bytecode_dir = self._workdir / "bytecode"
+        self.bytecode_dir.mkdir(mode=0o700)
         self.graded = 0
 
     def grade(self, path: Path) -> ReportData:
@@ -125,6 +128,7 @@ class GradingWorker:
             self.settings,
             sandbox=self.sandbox,
             reference_cache=self.reference_cache,
+            bytecode_dir=self.bytecode_dir,
         )
         return report_dict(result)
 
