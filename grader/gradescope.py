@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.results import GradingResult, TestResult
+from grader.results import GradingResult, PartResult, TestResult
 from grader.safetext import cap_text, clean_text, fit_texts
 
 # Gradescope cuts a test's output at 100,000 characters; stay well inside it.
@@ -32,15 +32,45 @@ def _test_output(test: TestResult) -> str:
     return cap_text("\n\n".join(lines), MAX_TEST_OUTPUT)
 
 
+# When Gradescope shows a test that is not `visible` to students (its visibility setting).
+SHOWN_WHEN = {
+    "after_published": "once grades are published",
+    "after_due_date": "after the due date",
+    "hidden": "to course staff only",
+}
+
+
+def _part_line(part: PartResult, tests: list[TestResult]) -> str:
+    """The part's score as far as its students may see it now.
+
+    Gradescope's specification does not hide the top-level output with the tests, so a part
+    scored by tests hidden until grades are published shows no score here: its score would
+    be theirs (and the parts' sum the total Gradescope hides meanwhile). A missing file's
+    part shows its 0: the student knows it already.
+    """
+    where = {"notebook": " (from your notebook)", "missing": " (file missing)"}.get(part.source, "")
+    counted = [t for t in tests if t.part == part.id and t.max_score > 0]
+    later = sorted(
+        {SHOWN_WHEN.get(t.visibility, "later") for t in counted if t.visibility != "visible"}
+    )
+    if not later or part.source == "missing":
+        return f"{part.id}: {part.score:g} / {part.max_score:g}{where}"
+    shown = [t for t in counted if t.visibility == "visible"]
+    so_far = (
+        f"{sum(t.score for t in shown):g} / {sum(t.max_score for t in shown):g} from the tests "
+        "shown now; the rest"
+        if shown
+        else "its score"
+    )
+    return f"{part.id}: graded{where}; {so_far} is shown {' or '.join(later)}"
+
+
 def _top_output(result: GradingResult) -> str:
     lines = []
     if result.grader_error:
         lines.append(GRADER_ERROR_TEXT)
     for part in result.parts:
-        where = {"notebook": " (from your notebook)", "missing": " (file missing)"}.get(
-            part.source, ""
-        )
-        lines.append(f"{part.id}: {part.score:g} / {part.max_score:g}{where}")
+        lines.append(_part_line(part, list(result.tests)))
         if part.problem:
             lines.append(f"    {part.problem}")
     lines.extend(result.submission.notes)

@@ -23,7 +23,9 @@ import pytest
 from grader.assignment import load_assignment
 from grader.build import build_autograder
 from grader.grade import PROVISIONAL_MESSAGE, GradeSettings
+from grader.gradescope import results_dict
 from grader.gradescope_run import pick_upload, read_metadata, run_gradescope
+from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
 from tests.support import ASSIGNMENT_DIR, PART_FILES, SOLUTIONS_DIR
 
 SCHEMA = json.loads((Path(__file__).with_name("gradescope_results.schema.json")).read_text())
@@ -39,6 +41,59 @@ ASSIGNMENT = load_assignment("pytorch_basics")
 
 def validate(results: dict[str, Any]) -> None:
     jsonschema.Draft202012Validator(SCHEMA).validate(results)
+
+
+def test_the_top_level_output_shows_only_what_visible_tests_scored() -> None:
+    def test(part: str, visibility: str, score: float, max_score: float) -> TestResult:
+        return TestResult(
+            name=f"{part} {visibility} {score}",
+            part=part,
+            outcome="passed" if score else "failed",
+            weight=1.0,
+            visibility=visibility,
+            score=score,
+            max_score=max_score,
+        )
+
+    tests = (
+        test("manual_backprop", "visible", 4.0, 5.0),
+        test("manual_backprop", "after_published", 15.0, 15.0),
+        test("autograd_loop", "visible", 15.0, 15.0),
+        test("autograd_loop", "visible", 0.0, 0.0),
+        test("custom_sigmoid", "after_due_date", 0.0, 20.0),
+        test("two_layer_net", "visible", 0.0, 0.0),
+        test("two_layer_net", "hidden", 20.0, 20.0),
+    )
+    parts = tuple(
+        PartResult(
+            id=part.id,
+            file=part.file,
+            score=sum(t.score for t in tests if t.part == part.id),
+            max_score=part.points,
+            source="file",
+        )
+        for part in ASSIGNMENT.parts
+    )
+    result = GradingResult(
+        assignment=ASSIGNMENT.id,
+        score=sum(part.score for part in parts),
+        max_score=ASSIGNMENT.max_score,
+        parts=parts,
+        tests=tests,
+        seed=1,
+        device="cpu",
+        duration_s=1.0,
+        submission=SubmissionInfo(sha256="", files=()),
+        environment={},
+    )
+    lines = results_dict(result)["output"].splitlines()
+    assert lines[:4] == [
+        "manual_backprop: graded; 4 / 5 from the tests shown now; the rest is shown once "
+        "grades are published",
+        "autograd_loop: 15 / 15",
+        "custom_sigmoid: graded; its score is shown after the due date",
+        "two_layer_net: graded; its score is shown to course staff only",
+    ]
 
 
 def test_schema_is_valid_and_rejects_what_gradescope_rejects() -> None:
@@ -167,6 +222,14 @@ def test_reference_scores_full_marks_and_keeps_only_metadata_ids(
     process, results, root = graded["ref"]
     assert results["score"] == pytest.approx(ASSIGNMENT.max_score, abs=1e-3), results["output"]
     assert all(test["status"] == "passed" for test in results["tests"])
+    # Hidden tests decide every part: the output students see before publication names no
+    # part's score (the parts' scores would add up to the total Gradescope hides).
+    for part in ASSIGNMENT.parts:
+        assert (
+            f"{part.id}: graded; its score is shown once grades are published"
+            in (results["output"])
+        )
+        assert f"{part.points:g} / {part.points:g}" not in results["output"]
     assert results["extra_data"]["gradescope"] == {
         "submission_id": 123456,
         "created_at": METADATA["created_at"],
