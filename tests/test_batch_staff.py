@@ -196,6 +196,17 @@ def test_canvas_rows_follow_the_import_layout() -> None:
     assert body["'=1+1"][-1] == ""  # a grader error leaves the grade alone
 
 
+@pytest.mark.parametrize("hidden", ["\u200b", "\ufeff", "\u2060", "\u00ad", "\u200e", " \u3000"])
+def test_a_formula_behind_invisible_characters_is_defused_too(hidden: str) -> None:
+    name = f'{hidden}=HYPERLINK("http://x.example")'
+    items = [BatchItem("s", Path("s"), (Submitter(name, f"{hidden}+cmd", "7"),))]
+    rows = canvas_rows(items, typed({"s": report_of([])}), ASSIGNMENT)
+    assert rows[2][0] == f"'{name}" and rows[2][3] == f"'{hidden}+cmd"
+    # Text that merely contains such characters is left as it is.
+    plain = [BatchItem("s", Path("s"), (Submitter(f"Ana{hidden}Lee"),))]
+    assert canvas_rows(plain, typed({"s": report_of([])}), ASSIGNMENT)[2][0] == f"Ana{hidden}Lee"
+
+
 def test_missing_ray_is_reported_before_anything_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,8 @@ STATUS_GRADER_ERROR = "grader error"
 STATUS_NOT_GRADED = "not graded"
 # Spreadsheet programs run cells that start with these as formulas.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Format characters, separators and controls: nothing a reader sees before the formula.
+_INVISIBLE = {"Cf", "Cc", "Zs", "Zl", "Zp"}
 
 
 def report_status(report: Report | None) -> str:
@@ -45,8 +48,16 @@ def report_status(report: Report | None) -> str:
 
 
 def _cell(text: str) -> str:
-    """A text cell no spreadsheet will run as a formula (student names are student-chosen)."""
-    return f"'{text}" if text.startswith(_FORMULA_START) else text
+    """A text cell no spreadsheet will run as a formula (student names are student-chosen).
+
+    What counts is the first character a reader would see: invisible ones before it (a
+    zero-width space, a byte-order mark, a soft hyphen, a direction mark) are skipped.
+    """
+    first = next(
+        (c for c in text if c in _FORMULA_START or unicodedata.category(c) not in _INVISIBLE),
+        "",
+    )
+    return f"'{text}" if first and first in _FORMULA_START else text
 
 
 def gradebook_rows(
