@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from grader.assignment import Assignment
 from grader.bounded import run_bounded
 from grader.errors import SubmissionError
+from grader.safetext import clean_name
 from grader.source_check import CHECK_MEMORY_BYTES, check_sources, too_complex
 from grader.walk import JUNK_DIRS, walk_submission
 
@@ -42,6 +43,9 @@ _SEPARATORS = re.compile(r"[\s_-]+")
 _CENTRAL_HEADER = b"PK\x01\x02"
 _CENTRAL_HEADER_SIZE = 46
 _UTF8_FLAG = 0x800
+# Opens every submission digest: a digest of another layout (earlier versions hashed names and
+# bytes joined by NUL bytes) can never equal one of this layout.
+_DIGEST_FORMAT = b"torch-grader submission digest v2"
 
 _Entry = TypeVar("_Entry")
 
@@ -72,6 +76,8 @@ class _Found:
     notes: list[str] = field(default_factory=list)
     # Known file name -> why no near miss was graded in its place (several candidates).
     unresolved: dict[str, str] = field(default_factory=dict)
+    # Known file name -> why it could not be read (a damaged archive member, an I/O error).
+    unreadable: dict[str, str] = field(default_factory=dict)
 
 
 def prepare_submission(path: Path, assignment: Assignment, dest: Path) -> PreparedSubmission:
@@ -100,15 +106,13 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
     raw = dict(found.sources)
     sources = {part.id: "file" for part in assignment.parts if part.file in raw}
     problems: dict[str, str] = {}
-    if found.notebook is not None:
-        notebook_problem = _merge_notebook(found.notebook, assignment, raw, sources, notes)
-        if notebook_problem:
-            notes.append(notebook_problem)
-            for part in assignment.parts:
-                if part.file not in raw and part.file not in found.oversized:
-                    problems[part.id] = notebook_problem
+    notebook_problem = _notebook_problem(found, assignment, raw, sources, notes)
+    if notebook_problem:
+        notes.append(notebook_problem)
+        for part in assignment.parts:
+            if part.file not in raw and part.file not in found.oversized:
+                problems[part.id] = notebook_problem
     files: dict[str, Path] = {}
-    digest = hashlib.sha256()
     checked: list[tuple[str, str, bytes]] = []
     for part in assignment.parts:
         if part.file in found.oversized:
@@ -119,12 +123,12 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
             sources[part.id] = "file"
         elif part.file not in raw:
             sources[part.id] = "missing"
-            if part.file in found.unresolved:
-                problems[part.id] = found.unresolved[part.file]
+            why = found.unresolved.get(part.file) or found.unreadable.get(part.file)
+            if why:
+                problems[part.id] = why
         else:
-            data = raw[part.file]
-            digest.update(part.file.encode() + b"\0" + data + b"\0")
-            checked.append((part.id, part.file, data))
+            checked.append((part.id, part.file, raw[part.file]))
+    digest = submission_digest(found, assignment, raw, sources)
     imports: dict[str, tuple[str, ...]] = {}
     results = check_sources([(name, data) for _, name, data in checked])
     for (part_id, name, _), source in zip(checked, results, strict=True):
@@ -140,10 +144,60 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
         files=files,
         sources=sources,
         problems=problems,
-        sha256=digest.hexdigest(),
+        sha256=digest,
         notes=tuple(notes),
         imports=imports,
     )
+
+
+def _notebook_problem(
+    found: _Found,
+    assignment: Assignment,
+    raw: dict[str, bytes],
+    sources: dict[str, str],
+    notes: list[str],
+) -> str:
+    """Merge the notebook's parts, if there is one; or say why it could not be read."""
+    if found.notebook is not None:
+        return _merge_notebook(found.notebook, assignment, raw, sources, notes)
+    if assignment.notebook in found.unreadable:
+        return (
+            f"{found.unreadable[assignment.notebook]} Parts without their own .py file could "
+            "not be graded from it."
+        )
+    return ""
+
+
+def submission_digest(
+    found: _Found, assignment: Assignment, raw: dict[str, bytes], sources: dict[str, str]
+) -> str:
+    """A sha256 over everything intake hands to grading, each field length-prefixed.
+
+    Per part, in the manifest's order: its id, its file, where it comes from, and its bytes,
+    or the size of an oversized file, or why a missing one was not taken; then the notebook's
+    bytes. Two submissions with the same digest give the same files to the same parts, so a
+    batch may keep a report whose digest is unchanged.
+    """
+    fields = [_DIGEST_FORMAT, assignment.id.encode()]
+    for part in assignment.parts:
+        if part.file in found.oversized:
+            state, content = b"oversized", str(found.oversized[part.file]).encode()
+        elif part.file in raw:
+            state, content = sources[part.id].encode(), raw[part.file]
+        else:
+            state = b"missing"
+            why = found.unresolved.get(part.file) or found.unreadable.get(part.file, "")
+            content = why.encode("utf-8", "surrogatepass")
+        fields += [part.id.encode(), part.file.encode(), state, content]
+    notebook_unreadable = found.unreadable.get(assignment.notebook or "", "")
+    if found.notebook is not None:
+        fields += [b"notebook", found.notebook]
+    else:
+        fields += [b"no notebook", notebook_unreadable.encode("utf-8", "surrogatepass")]
+    digest = hashlib.sha256()
+    for value in fields:
+        digest.update(len(value).to_bytes(8, "big") + value)
+    return digest.hexdigest()
 
 
 def _merge_notebook(
@@ -346,7 +400,11 @@ def _pick(
         try:
             data, size = _read_regular(chosen, _cap(name))
         except OSError as error:
-            found.notes.append(f"Could not read {_shown(chosen, root)}: {error}.")
+            found.unreadable[name] = (
+                f"Could not read {clean_name(_shown(chosen, root))} "
+                f"({clean_name(error.strerror or str(error), 200)}); check that it is "
+                "a readable file and submit again."
+            )
             continue
         _keep(found, name, data, size)
     return found
@@ -398,11 +456,23 @@ def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
             try:
                 with archive.open(member) as handle:
                     data = handle.read(_cap(base) + 1)
-            except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError) as error:
-                found.notes.append(f"Could not read {member.filename} from the archive: {error}.")
+            # zipfile, zlib, lzma and bz2 raise many kinds for one damaged or odd member:
+            # whatever it is, it costs only the parts that need this file.
+            except Exception as error:
+                found.unreadable[base] = _unreadable_member(path, member, error)
                 continue
             _keep(found, base, data, member.file_size)
     return found
+
+
+def _unreadable_member(path: Path, member: zipfile.ZipInfo, error: Exception) -> str:
+    """What to tell a student whose archive member could not be read."""
+    reason = clean_name(str(error) or type(error).__name__, 200)
+    return (
+        f"Could not read {clean_name(member.filename)} from {clean_name(path.name)} ({reason}): "
+        "that entry of the zip is damaged or uses an unusual format. Create the zip again "
+        "(python -m grader submit writes one) and submit it."
+    )
 
 
 def _zip_candidates(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import struct
@@ -288,3 +289,105 @@ def test_an_exact_name_wins_over_near_misses(tmp_path: Path) -> None:
 )
 def test_other_files_are_not_near_misses(name: str) -> None:
     assert near_miss_key(name) != "two_layer_net.py"
+
+
+def _damage_member(archive: Path, name: str, how: str) -> None:
+    """Damage one member of `archive` the way a broken zip tool (or a student) would."""
+    with zipfile.ZipFile(archive) as handle:
+        offset = handle.getinfo(name).header_offset
+    data = bytearray(archive.read_bytes())
+    name_length, extra_length = struct.unpack_from("<HH", data, offset + 26)
+    start = offset + 30 + name_length + extra_length
+    if how == "deflate":
+        data[start] = 0xFF  # block type 3: zlib.error
+    elif how == "lzma":
+        data[start + 4] = 0xFF  # lc/lp/pb past 224: lzma.LZMAError
+    else:  # the local header's name claims UTF-8 and is not: UnicodeDecodeError
+        (flags,) = struct.unpack_from("<H", data, offset + 6)
+        struct.pack_into("<H", data, offset + 6, flags | 0x800)
+        data[offset + 30] = 0xFF
+    archive.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["deflate", "lzma", "local-name"])
+def test_a_damaged_zip_member_costs_only_the_part_that_needs_it(tmp_path: Path, how: str) -> None:
+    archive = tmp_path / "sub.zip"
+    method = zipfile.ZIP_LZMA if how == "lzma" else zipfile.ZIP_DEFLATED
+    with zipfile.ZipFile(archive, "w", method) as handle:
+        handle.writestr("my\x1b[31mwork/manual_backprop.py", GOOD * 20)
+        handle.writestr("my\x1b[31mwork/autograd_loop.py", GOOD)
+    _damage_member(archive, "my\x1b[31mwork/manual_backprop.py", how)
+    prepared = prepare_submission(archive, ASSIGNMENT, tmp_path / "out")
+    assert sorted(prepared.files) == ["autograd_loop.py"]
+    assert prepared.sources["manual_backprop"] == "missing"
+    problem = prepared.problems["manual_backprop"]
+    assert problem.startswith("Could not read my")
+    assert "manual_backprop.py from sub.zip" in problem and "Create the zip again" in problem
+    assert "\x1b" not in problem
+    assert "autograd_loop" not in prepared.problems
+
+
+def test_a_damaged_notebook_member_costs_only_the_parts_it_would_give(tmp_path: Path) -> None:
+    archive = tmp_path / "sub.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as handle:
+        handle.writestr("walkthrough.ipynb", "{}" + " " * 500)
+        handle.writestr("manual_backprop.py", GOOD)
+    _damage_member(archive, "walkthrough.ipynb", "deflate")
+    prepared = prepare_submission(archive, ASSIGNMENT, tmp_path / "out")
+    assert sorted(prepared.files) == ["manual_backprop.py"]
+    assert "manual_backprop" not in prepared.problems
+    problem = prepared.problems["autograd_loop"]
+    assert "Could not read walkthrough.ipynb from sub.zip" in problem
+    assert "Parts without their own .py file" in problem
+    assert problem in prepared.notes
+
+
+def _old_digest(files: dict[str, bytes]) -> str:
+    """The digest before lengths framed it: names and bytes joined by NUL bytes."""
+    digest = hashlib.sha256()
+    for name, data in files.items():
+        digest.update(name.encode() + b"\0" + data + b"\0")
+    return digest.hexdigest()
+
+
+def test_the_digest_tells_apart_a_file_holding_another_file_and_its_name(
+    tmp_path: Path,
+) -> None:
+    # Under NUL-joined names and bytes, one file holding `\0autograd_loop.py\0` and the
+    # next file's bytes hashed like both files: a batch kept the honest grade for it.
+    manual, autograd = GOOD.encode(), b"def train_autograd():\n    return []\n"
+    honest, forged = tmp_path / "honest", tmp_path / "forged"
+    honest.mkdir()
+    forged.mkdir()
+    (honest / "manual_backprop.py").write_bytes(manual)
+    (honest / "autograd_loop.py").write_bytes(autograd)
+    (forged / "manual_backprop.py").write_bytes(manual + b"\0autograd_loop.py\0" + autograd)
+    both = {"manual_backprop.py": manual, "autograd_loop.py": autograd}
+    assert _old_digest(both) == _old_digest(
+        {"manual_backprop.py": manual + b"\0autograd_loop.py\0" + autograd}
+    )
+    honest_digest = prepare_submission(honest, ASSIGNMENT, tmp_path / "a").sha256
+    forged_digest = prepare_submission(forged, ASSIGNMENT, tmp_path / "b").sha256
+    assert honest_digest != forged_digest
+    # A report written with the old digest never matches the new one: it is graded again.
+    assert honest_digest != _old_digest(both)
+
+
+def test_the_digest_records_why_a_part_has_no_file(tmp_path: Path) -> None:
+    """Missing, oversized (and its size), several near misses: each digests apart."""
+    variants = {
+        "missing": {},
+        "oversized": {"manual_backprop.py": b"#" * (MAX_SOURCE_BYTES + 1)},
+        "larger": {"manual_backprop.py": b"#" * (MAX_SOURCE_BYTES + 2)},
+        "near misses": {"Manual_Backprop.py": b"x = 1\n", "manual-backprop.py": b"x = 1\n"},
+    }
+    digests = set()
+    for index, files in enumerate(variants.values()):
+        folder = tmp_path / str(index)
+        folder.mkdir()
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+        prepared = prepare_submission(folder, ASSIGNMENT, tmp_path / f"out{index}")
+        assert "manual_backprop.py" not in prepared.files
+        digests.add(prepared.sha256)
+    assert len(digests) == len(variants)
