@@ -90,8 +90,9 @@ def _report_dict(result: GradingResult) -> dict[str, Any]:
 
 # -- reading ---------------------------------------------------------------------------------
 
-# What a batch adds to the reports it writes: which grader and reference graded them.
-STAMP_KEYS = ("grader_version", "solutions_sha256")
+# What a batch adds to the reports it writes: which grader and reference graded them, and
+# which entry of the batch folder (grader.batch.discovery.BatchItem.entry).
+STAMP_KEYS = ("grader_version", "solutions_sha256", "entry")
 # Far above what `report_dict` writes (its texts total MAX_REPORT_TEXT_CHARS).
 MAX_REPORT_BYTES = 64 << 20
 _OUTCOMES: tuple[str, ...] = get_args(Outcome)

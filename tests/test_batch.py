@@ -36,7 +36,7 @@ from grader.batch.gradebook import (
     report_status,
 )
 from grader.batch.metadata import MAX_METADATA_BYTES, Submitter, read_gradescope_metadata
-from grader.batch.resume import is_up_to_date, report_path
+from grader.batch.resume import is_up_to_date, plan, report_path, submission_fingerprint
 from grader.batch.stats import summarize
 from grader.batch.summary import summary_html
 from grader.batch.workers import worker_environment
@@ -954,6 +954,105 @@ def test_a_rerun_of_the_tricky_batch_regrades_nothing(tricky_batch: TrickyBatch)
         )
     said = " ".join(tricky_batch.rerun.stdout.split())
     assert f"{len(tricky_batch.expected)} already graded" in said
+
+
+def test_a_report_stands_only_for_the_entry_it_was_written_for(tmp_path: Path) -> None:
+    """Keys move as entries come and go: the report under a key may be another entry's."""
+    root, out = tmp_path / "class", tmp_path / "out"
+    root.mkdir()
+    folder = copy_part_files(SOLUTIONS_DIR, root / "r")
+    zipped = root / "r.zip"
+    zip_of(zipped, {"manual_backprop.py": reference("manual_backprop")})
+    items = discover_submissions(root, ASSIGNMENT)
+    assert [(item.key, item.path) for item in items] == [("r", folder), ("r.zip", zipped)]
+    fingerprint = submission_fingerprint(folder, ASSIGNMENT)
+    # Graded when `r.zip` was alone, so keyed `r`: the folder's key now.
+    written_for_the_zip = fake_report(
+        {"manual_backprop": 20.0},
+        seed=SEED,
+        submission={"sha256": fingerprint, "files": list(PART_FILES)},
+        entry=b"r.zip".hex(),
+    )
+    path = report_path(out, items[0])
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(written_for_the_zip))
+    start = plan(items, out, ASSIGNMENT, seed=SEED, device="auto", force=False, stamp={})
+    assert start.reports == {} and start.todo == items
+    # The zip's earlier report is its "before", under its new key; the folder has none.
+    assert list(start.earlier) == ["r.zip"]
+    # The same report written for the folder stands; one that names no entry does not.
+    path.write_text(json.dumps({**written_for_the_zip, "entry": b"r".hex()}))
+    start = plan(items, out, ASSIGNMENT, seed=SEED, device="auto", force=False, stamp={})
+    assert list(start.reports) == ["r"] and start.todo == items[1:]
+    del written_for_the_zip["entry"]
+    path.write_text(json.dumps(written_for_the_zip))
+    start = plan(items, out, ASSIGNMENT, seed=SEED, device="auto", force=False, stamp={})
+    assert start.reports == start.earlier == {} and start.todo == items
+
+
+@dataclass
+class ChangedBatch:
+    out: Path
+    first: subprocess.CompletedProcess[str]
+    rerun: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def changed_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChangedBatch]:
+    """Two honest submissions graded, then changed and graded again into the same --out.
+
+    `s` keeps its honest bytes, but in one file: manual_backprop.py also holds
+    `\0autograd_loop.py\0` and autograd_loop.py's bytes, and autograd_loop.py is gone (the
+    NUL-joined digest of names and bytes made that equal to the honest folder's). A folder
+    `r` (the stubs) appears beside `r.zip`, which moves the zip's key from `r` to `r.zip`.
+    """
+    base = tmp_path_factory.mktemp("changed")
+    root, out = base / "submissions", base / "grading-out"
+    root.mkdir()
+    honest = copy_part_files(SOLUTIONS_DIR, root / "s")
+    zip_of(root / "r.zip", {FILE_OF[part]: reference(part) for part in PARTS})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GRADER_TEST_TIMEOUT_S", TEST_TIMEOUT_S)
+        first = run_grader_cli(*batch_args(root, out, "--no-similarity"))
+        manual, autograd = honest / "manual_backprop.py", honest / "autograd_loop.py"
+        manual.write_bytes(manual.read_bytes() + b"\0autograd_loop.py\0" + autograd.read_bytes())
+        autograd.unlink()
+        copy_part_files(ASSIGNMENT_STUBS, root / "r")
+        rerun = run_grader_cli(*batch_args(root, out, "--no-similarity"))
+    yield ChangedBatch(out, first, rerun)
+
+
+def regrade_diff(out: Path) -> dict[str, dict[str, str]]:
+    rows = csv.DictReader((out / "regrade-diff.csv").read_text().splitlines())
+    return {row["submission"]: row for row in rows}
+
+
+@pytest.mark.slow
+def test_a_file_holding_another_file_and_its_name_is_graded_again(
+    changed_batch: ChangedBatch,
+) -> None:
+    assert changed_batch.first.returncode == changed_batch.rerun.returncode == 0
+    rows = {row["submission"]: row for row in gradebook(changed_batch.out)}
+    # manual_backprop.py holds NUL bytes (not a text file), autograd_loop.py is missing.
+    assert float(rows["s"]["total"]) == pytest.approx(100 - POINTS["manual_backprop"] - 15)
+    said = " ".join(changed_batch.rerun.stdout.split())
+    assert "regraded s: 100 -> 65 (-35)" in said
+    assert regrade_diff(changed_batch.out)["s"]["after"] == "65"
+
+
+@pytest.mark.slow
+def test_a_moved_key_never_files_one_entrys_report_under_another(
+    changed_batch: ChangedBatch,
+) -> None:
+    rows = {row["submission"]: row for row in gradebook(changed_batch.out)}
+    assert float(rows["r"]["total"]) == 0 and float(rows["r.zip"]["total"]) == 100
+    said = " ".join(changed_batch.rerun.stdout.split())
+    assert "regraded r:" not in said
+    diff = regrade_diff(changed_batch.out)
+    assert "r" not in diff  # the folder is new: no "before"
+    assert (diff["r.zip"]["before"], diff["r.zip"]["after"]) == ("100", "100")
+    for key, name in (("r", b"r"), ("r.zip", b"r.zip"), ("s", b"s")):
+        assert json.loads(report_file(changed_batch.out, key).read_text())["entry"] == name.hex()
 
 
 def test_batch_command_reports_bad_arguments(tmp_path: Path) -> None:

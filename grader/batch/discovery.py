@@ -32,6 +32,12 @@ class BatchItem:
     submitters: tuple[Submitter, ...] = ()
 
     @property
+    def entry(self) -> str:
+        """The entry's raw name, as hex: recorded in its report, so that a report is only ever
+        taken for the entry it was written for, whichever key either has."""
+        return os.fsencode(self.path.name).hex()
+
+    @property
     def student(self) -> str:
         return "; ".join(s.name for s in self.submitters if s.name) or self.key
 

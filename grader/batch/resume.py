@@ -24,6 +24,8 @@ REPORT_NAME = "report.json"
 # Per-submission reports live in a folder of their own, so no submission's name can land on
 # the batch's own outputs (batch.json, gradebook.csv, summary.*) beside it.
 REPORTS_DIR = "reports"
+# The report field that names the batch entry a report was written for (`BatchItem.entry`).
+ENTRY_KEY = "entry"
 # Files under the solutions folder that decide scores: the reference and the hidden suites.
 GRADING_SUFFIXES = (".py", ".toml", ".json", ".pt")
 
@@ -124,14 +126,28 @@ def plan(
     force: bool,
     stamp: dict[str, str],
 ) -> Plan:
-    """Which reports on disk stand, and which submissions to grade (again)."""
+    """Which reports on disk stand, and which submissions to grade (again).
+
+    A report counts only for the entry it was written for: an entry's key can move when
+    entries are added or removed (`unique_keys`), and the report under its key may then be
+    another entry's. Such an entry is graded, with the earlier report of its own entry, found
+    under its former key, as the regrade diff's "before" where there is one.
+    """
     reports: dict[str, Report | None] = {}
     todo = []
     earlier: dict[str, Report] = {}
+    elsewhere: dict[str, Report] | None = None
     for item in items:
         existing = read_report(report_path(out_dir, item))
-        if existing is not None and not existing.result.grader_error:
-            earlier[item.key] = existing
+        if existing is not None and existing.stamp.get(ENTRY_KEY) != item.entry:
+            existing = None
+        before = existing
+        if before is None:
+            if elsewhere is None:
+                elsewhere = _reports_by_entry(out_dir)
+            before = elsewhere.get(item.entry)
+        if before is not None and not before.result.grader_error:
+            earlier[item.key] = before
         if force:
             existing = None
         try:
@@ -152,3 +168,17 @@ def plan(
         else:
             todo.append(item)
     return Plan(reports, todo, earlier)
+
+
+def _reports_by_entry(out_dir: Path) -> dict[str, Report]:
+    """Every report under --out/reports that records its entry, by that entry (first key wins)."""
+    found: dict[str, Report] = {}
+    folder = out_dir / REPORTS_DIR
+    if not folder.is_dir():
+        return found
+    for key in sorted(folder.iterdir()):
+        report = read_report(key / REPORT_NAME)
+        entry = report.stamp.get(ENTRY_KEY, "") if report is not None else ""
+        if report is not None and entry:
+            found.setdefault(entry, report)
+    return found

@@ -40,7 +40,15 @@ from grader.batch.gradebook import (
     write_gradebook,
     write_regrade_diff,
 )
-from grader.batch.resume import Plan, batch_seed, grading_stamp, plan, read_state, report_path
+from grader.batch.resume import (
+    ENTRY_KEY,
+    Plan,
+    batch_seed,
+    grading_stamp,
+    plan,
+    read_state,
+    report_path,
+)
 from grader.batch.stats import summarize
 from grader.batch.summary import write_summary
 from grader.batch.workers import (
@@ -319,7 +327,7 @@ class _Recorder:
         """Check and write one report; a report that cannot be is this submission's error."""
         path = report_path(self.out_dir, item)
         try:
-            data = {**clean_data(data, MAX_DETAIL_CHARS), **self.stamp}
+            data = {**clean_data(data, MAX_DETAIL_CHARS), **self.stamp, ENTRY_KEY: item.entry}
             report = report_from_dict(data)
             write_json_atomic(path, data)
             return report
