@@ -86,7 +86,7 @@ def _names_in(submission: Path) -> set[str]:
         try:
             with zipfile.ZipFile(submission) as archive:
                 infos = archive.infolist()[:GUESS_MAX_NAMES]
-        except (OSError, zipfile.BadZipFile, ValueError):
+        except Exception:  # zipfile raises many kinds for a damaged archive: no guess then
             return set()
         return {PurePosixPath(info.filename).name for info in infos if not info.is_dir()}
     names: set[str] = set()
@@ -129,7 +129,9 @@ def _notebook_heads(submission: Path) -> list[bytes]:
                 if name.lower().endswith(".ipynb") and len(heads) < 4 and not path.is_symlink():
                     with path.open("rb") as notebook:
                         heads.append(notebook.read(GUESS_NOTEBOOK_BYTES))
-    except (OSError, zipfile.BadZipFile, ValueError, RuntimeError, NotImplementedError):
+    # A damaged archive or member raises many kinds (zlib.error, lzma.LZMAError, a local
+    # name that is not UTF-8...): the heads read so far are all the guess gets.
+    except Exception:
         pass
     return heads
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from grader import notebook, source_check
-from grader.assignment import load_assignment
+from grader.assignment import choose_assignment, load_assignment
+from grader.course import AssignmentChoiceNeeded
 from grader.errors import SubmissionError
 from grader.submission import MAX_SOURCE_BYTES, near_miss_key, prepare_submission
 
@@ -391,3 +392,25 @@ def test_the_digest_records_why_a_part_has_no_file(tmp_path: Path) -> None:
         assert "manual_backprop.py" not in prepared.files
         digests.add(prepared.sha256)
     assert len(digests) == len(variants)
+
+
+def test_a_damaged_notebook_member_leaves_the_assignment_to_choose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guessing the assignment reads notebook members too: a damaged one only stops the guess."""
+    root = tmp_path / "course"
+    for name in ("first", "second"):
+        folder = root / "assignments" / name
+        folder.mkdir(parents=True)
+        (folder / "assignment.toml").write_text(
+            f"[assignment]\nid = '{name}'\nnotebook = 'walkthrough.ipynb'\n[[parts]]\n"
+            f"id = 'p{name}'\nfile = 'p{name}.py'\npoints = 1\n"
+        )
+    monkeypatch.delenv("GRADER_COURSE", raising=False)
+    monkeypatch.chdir(root)
+    archive = tmp_path / "sub.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as handle:
+        handle.writestr("walkthrough.ipynb", '{"cells": [{"source": "# part: psecond"}]}' * 20)
+    _damage_member(archive, "walkthrough.ipynb", "deflate")
+    with pytest.raises(AssignmentChoiceNeeded):
+        choose_assignment(None, archive)
