@@ -128,7 +128,7 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
                 problems[part.id] = why
         else:
             checked.append((part.id, part.file, raw[part.file]))
-    digest = submission_digest(found, assignment, raw, sources)
+    digest = _submission_digest(found, assignment, raw, sources)
     imports: dict[str, tuple[str, ...]] = {}
     results = check_sources([(name, data) for _, name, data in checked])
     for (part_id, name, _), source in zip(checked, results, strict=True):
@@ -168,7 +168,7 @@ def _notebook_problem(
     return ""
 
 
-def submission_digest(
+def _submission_digest(
     found: _Found, assignment: Assignment, raw: dict[str, bytes], sources: dict[str, str]
 ) -> str:
     """A sha256 over everything intake hands to grading, each field length-prefixed.
