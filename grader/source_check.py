@@ -26,7 +26,9 @@ from grader.bounded import OUT_OF_MEMORY, TIMEOUT, Outcome, run_bounded
 SOURCE_CHECK_SECONDS = 10.0
 CHECK_MEMORY_BYTES = 1 << 30
 # PEP 263: a coding declaration on line 1 or 2 (group 1 is everything before the name).
-CODING_LINE = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)[-\w.]+")
+CODING_LINE = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)[-\w.]+", re.ASCII)
+# A line 1 after which Python looks for the declaration on line 2 (as `tokenize` does).
+BLANK_OR_COMMENT = re.compile(r"[ \t\f]*(?:#|$)")
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,9 @@ def _decode_source(name: str, data: bytes) -> tuple[str, str]:
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n", 2)
     for index in range(min(2, len(lines))):
-        lines[index] = CODING_LINE.sub(r"\g<1>utf-8", lines[index], count=1)
+        lines[index], replaced = CODING_LINE.subn(r"\g<1>utf-8", lines[index], count=1)
+        if replaced or not BLANK_OR_COMMENT.match(lines[index]):
+            break  # a declaration on line 1, or code there: line 2 is not read
     return "\n".join(lines), ""
 
 

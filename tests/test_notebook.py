@@ -580,6 +580,29 @@ def test_lone_surrogates_and_hostile_first_lines_stay_safe(assignment: Assignmen
     )
 
 
+@pytest.mark.parametrize("declared", ["latin-1", "utf-16", "default"])
+def test_no_cell_text_decides_how_a_built_file_is_decoded(
+    assignment: Assignment, tmp_path: Path, declared: str
+) -> None:
+    # The header quotes each contributing cell's first line on line 2, where Python reads an
+    # encoding declaration when line 1 has none.
+    first_line = f"# Setup (file encoding: {declared})"
+    cells = [
+        code(f"{first_line}\nimport torch\nGREETING = 'héllo'\n"),
+        code("# part: manual_backprop\ndef forward_backward():\n    return GREETING, torch\n"),
+    ]
+    notebook = tmp_path / "walkthrough.ipynb"
+    notebook.write_bytes(notebook_bytes(*cells))
+    prepared = prepare_submission(notebook, assignment, tmp_path / "prepared")
+    assert prepared.sources["manual_backprop"] == "notebook"
+    assert "manual_backprop" not in prepared.problems
+    text = prepared.files["manual_backprop.py"].read_text(encoding="utf-8")
+    assert "GREETING = 'héllo'" in text
+    origin = read_origin(text)
+    # The clean copy keeps the student's line as written in the label.
+    assert origin is not None and origin.labels[1] == f"cell 1 (`{first_line}`)"
+
+
 def test_grade_reads_the_headers_of_notebook_parts_only(
     assignment: Assignment, tmp_path: Path
 ) -> None:

@@ -14,6 +14,10 @@ from grader.notebook.cells import Cell
 from grader.notebook.statements import ParsedCell, Statement
 
 ORIGIN_PREFIX = "# grader-notebook-origin: "
+# Line 1 of every generated file. Python reads an encoding declaration from line 2 only when
+# line 1 has none, and line 2 quotes the student's cells (the labels): declared here, no cell
+# text can choose how the file is decoded.
+CODING_DECLARATION = "# -*- coding: utf-8 -*-"
 MAX_ORIGIN_CHARS = 2_000_000
 
 
@@ -81,8 +85,9 @@ def render_part_file(
     labels = {str(number): cells[number].label for number in {run[2] for run in runs}}
     origin = {"runs": runs, "labels": labels, "missing": missing, "problem": problem}
     header = [
-        f"# Built by the grader from the notebook for part {part.id}: definitions from the "
-        "part's cells and what they use from the cells above (docs/notebooks.md).",
+        f"{CODING_DECLARATION} Built by the grader from the notebook for part {part.id}: "
+        "definitions from the part's cells and what they use from the cells above "
+        "(docs/notebooks.md).",
         ORIGIN_PREFIX + json.dumps(origin, ensure_ascii=True),
         *future,
         "",
