@@ -148,6 +148,50 @@ def test_cell_magics() -> None:
     compile(timed, "cell", "exec")
 
 
+def test_help_requests_become_pass_keeping_lines() -> None:
+    source = (
+        "torch.clamp?\n?torch.mm\n??torch.mm\nforward_backward??\nx = obj?\ntorch.*clamp*?\n"
+        "def f():\n    torch.clamp?\nfoo(a,\n    b).attr?\nfiles = !ls what?\nkept = 1"
+    )
+    cleaned = strip_magics(source)
+    assert cleaned.count("\n") == source.count("\n")
+    assert "?" not in cleaned and "x = " not in cleaned and "files" not in cleaned
+    assert cleaned.endswith("\nkept = 1")
+    compile(cleaned, "cell", "exec")  # the function still has a body
+
+
+def test_question_marks_in_strings_comments_and_bad_help_are_kept() -> None:
+    source = "s = 'what?'\nt = 1  # why?\nu = f'{x}?'\nv = '''\n?not help\nobj?\n'''\n"
+    assert strip_magics(source) == source
+    # IPython refuses these too: the student sees the syntax error on that line.
+    assert strip_magics("f(x)?") == "f(x)?" and strip_magics("x = [1,\n 2]?") == "x = [1,\n 2]?"
+
+
+def test_lines_inside_brackets_or_after_a_backslash_are_python() -> None:
+    source = "x = (a\n     % b)\ny = (c\n     != d)\nz = 1 + \\\n    ?2\n"
+    assert strip_magics(source) == source
+    # A shell escape goes on over a final backslash, and that line is IPython's too.
+    assert strip_magics("!echo (\\\n  ?more\nx = 1").split("\n")[1:] == ["", "x = 1"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\ntorch.clamp?\n?torch.mm\nx = 1",
+        "x = (a\n     % b)\n%time f()\ny = obj??",
+        "def f():\n    g?\n    return 1\nfiles = !ls\ns = 'a?'  # b?",
+        'text = """\n!not\n?not\n"""\nv = %timeit g()\nk = x.y?',
+    ],
+)
+def test_the_lines_ipython_transforms_are_the_lines_dropped(source: str) -> None:
+    transformer = pytest.importorskip("IPython.core.inputtransformer2")
+    by_ipython = transformer.TransformerManager().transform_cell(source).rstrip("\n").split("\n")
+    ours = strip_magics(source).split("\n")
+    assert len(by_ipython) == len(ours)
+    for original, theirs, mine in zip(source.split("\n"), by_ipython, ours, strict=True):
+        assert ("get_ipython()" in theirs) == (mine != original), (original, theirs, mine)
+
+
 # -- merging into the submission --------------------------------------------------------
 
 

@@ -177,8 +177,33 @@ def cell_part(cell: Cell) -> str | None:
 # -- IPython syntax ---------------------------------------------------------------------
 
 
+@dataclass
+class _LineEnd:
+    """Where Python's reading stands at the end of a physical line of a cell."""
+
+    # The quote of a string still open (a triple quote, or one continued by a backslash).
+    string: str | None
+    # Brackets still open.
+    depth: int
+    # The line ends with a backslash that joins the next line to it.
+    joined: bool
+    # The last character of code on the line, outside strings ("#" when a comment ends it).
+    last: str
+
+    @property
+    def ends_statement(self) -> bool:
+        return self.string is None and self.depth == 0 and not self.joined
+
+
 def strip_magics(source: str) -> str:
-    """Replace IPython-only lines by `pass`, keeping line numbers, blocks and string contents."""
+    """Replace IPython-only input by Python, keeping line numbers, blocks and string contents.
+
+    Only lines where a statement starts are read as IPython's, as IPython does: a line inside
+    brackets, a string or after a backslash is Python. A line magic (`%time f()`), shell
+    escape (`!ls`, `!!ls`) or help request (`?obj`, `??obj`, `obj?`, `obj.attr??`) becomes
+    `pass` (its continuation lines become blank), `x = %time f()` and `x = !ls` assign None,
+    and a cell magic whose body is not Python (`%%bash`) empties the cell.
+    """
     lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is not None and lines[first].lstrip().startswith("%%"):
@@ -186,47 +211,89 @@ def strip_magics(source: str) -> str:
         if not magic or magic[0] not in PYTHON_CELL_MAGICS:
             return ""  # %%bash, %%writefile, ...: the cell is not Python at all
         lines[first] = "# IPython cell magic dropped by the grader"
-    inside_string: str | None = None
-    for number, line in enumerate(lines):
-        starts_inside = inside_string is not None
-        inside_string = _string_state_after(line, inside_string)
-        if starts_inside:
-            continue
+    number = 0
+    while number < len(lines):
+        line = lines[number]
         stripped = line.lstrip()
         indent = line[: len(line) - len(stripped)]
-        if stripped.startswith(("%", "!")):
-            lines[number] = indent + DROPPED
-        elif match := MAGIC_ASSIGNMENT.match(line):
-            lines[number] = f"{match.group(1)}{match.group(2)} = None  # IPython value dropped"
+        escape = stripped.startswith(("%", "!", "?")) and not stripped.startswith("!=")
+        assignment = None if escape else MAGIC_ASSIGNMENT.match(line)
+        if escape or assignment:
+            # IPython reads the rest of the line as the magic's or the shell's, joined to the
+            # next line only by a final backslash.
+            end = number
+            while end + 1 < len(lines) and lines[end].endswith("\\"):
+                end += 1
+            if assignment and not _asks_for_help(lines[number : end + 1], None):
+                names = assignment.group(2)
+                kept = f"{assignment.group(1)}{names} = None  # IPython value dropped"
+            else:
+                kept = indent + DROPPED
+            lines[number : end + 1] = [kept] + [""] * (end - number)
+            number = end + 1
+            continue
+        end, state = number, _scan_line(line, None, 0)
+        while not state.ends_statement and end + 1 < len(lines):
+            end += 1
+            state = _scan_line(lines[end], state.string, state.depth)
+        if _asks_for_help(lines[number : end + 1], state):
+            lines[number : end + 1] = [indent + DROPPED] + [""] * (end - number)
+        number = end + 1
     return "\n".join(lines)
 
 
-def _string_state_after(line: str, inside: str | None) -> str | None:
-    """Which triple quote (if any) is still open at the end of `line`."""
-    position = 0
-    while position < len(line):
-        if inside is not None:
-            end = line.find(inside, position)
+def _asks_for_help(statement: list[str], end: _LineEnd | None) -> bool:
+    """True when IPython reads the statement's lines as `obj?` or `obj??`: help on obj.
+
+    `end` is how its last line ends, None to read that line alone (after a magic or shell
+    escape, whose text is not Python). IPython looks for a `?` as the last token, then
+    `%{0,2}NAME(.NAME)*` and `?` or `??` at the end of the statement, a NAME being word
+    characters or `*`, the first not starting with a digit. Checked from the end, in linear
+    time (a regular expression searched from every start is quadratic).
+    """
+    if (end or _scan_line(statement[-1], None, 0)).last != "?":
+        return False
+    body = "\n".join(statement).rstrip()
+    body = body[:-2] if body.endswith("??") else body[:-1]
+    start = len(body)
+    while start > 0 and (body[start - 1] in "*._" or body[start - 1].isalnum()):
+        start -= 1
+    target = body[start:]
+    if not target or target.endswith("."):
+        return False
+    names = target[target.rfind("..") + 2 :] if ".." in target else target
+    return any(char not in "." and not char.isdecimal() for char in names)
+
+
+def _scan_line(line: str, string: str | None, depth: int) -> _LineEnd:
+    """Read one physical line as Python's tokenizer would, from an open `string` and `depth`."""
+    position, last = 0, ""
+    while position < len(line) or string is not None:
+        if string is not None:
+            end = line.find(string, position)
             while end > 0 and _escaped(line, end):
-                end = line.find(inside, end + 1)
+                end = line.find(string, end + 1)
             if end < 0:
-                return inside
-            position, inside = end + 3, None
+                # A one-quote string goes on past the line only after a backslash.
+                open_string = string if len(string) == 3 or _escaped(line, len(line)) else None
+                return _LineEnd(open_string, depth, False, last)
+            position, string, last = end + len(string), None, "'"
             continue
         char = line[position]
         if char == "#":
-            return None
+            return _LineEnd(None, depth, False, "#")
         if char in "'\"":
-            if line.startswith(char * 3, position):
-                inside, position = char * 3, position + 3
-                continue
-            end = position + 1
-            while end < len(line) and (line[end] != char or _escaped(line, end)):
-                end += 1
-            position = end + 1
+            string = char * 3 if line.startswith(char * 3, position) else char
+            position += len(string)
             continue
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        if not char.isspace():
+            last = char
         position += 1
-    return inside
+    return _LineEnd(None, depth, line.endswith("\\"), last)
 
 
 def _escaped(line: str, index: int) -> bool:
