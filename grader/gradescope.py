@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from grader.results import GradingResult, PartResult, TestResult
@@ -40,7 +41,7 @@ SHOWN_WHEN = {
 }
 
 
-def _part_line(part: PartResult, tests: list[TestResult]) -> str:
+def _part_line(part: PartResult, tests: Sequence[TestResult]) -> str:
     """The part's score as far as its students may see it now.
 
     Gradescope's specification does not hide the top-level output with the tests, so a part
@@ -70,7 +71,7 @@ def _top_output(result: GradingResult) -> str:
     if result.grader_error:
         lines.append(GRADER_ERROR_TEXT)
     for part in result.parts:
-        lines.append(_part_line(part, list(result.tests)))
+        lines.append(_part_line(part, result.tests))
         if part.problem:
             lines.append(f"    {part.problem}")
     lines.extend(result.submission.notes)

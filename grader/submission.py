@@ -79,6 +79,10 @@ class _Found:
     # Known file name -> why it could not be read (a damaged archive member, an I/O error).
     unreadable: dict[str, str] = field(default_factory=dict)
 
+    def why_missing(self, name: str) -> str:
+        """Why a known file that was not taken is missing ("" when it simply is)."""
+        return self.unresolved.get(name) or self.unreadable.get(name, "")
+
 
 def prepare_submission(path: Path, assignment: Assignment, dest: Path) -> PreparedSubmission:
     """Collect the assignment's files from `path` into `dest`; raise SubmissionError if unusable."""
@@ -123,7 +127,7 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
             sources[part.id] = "file"
         elif part.file not in raw:
             sources[part.id] = "missing"
-            why = found.unresolved.get(part.file) or found.unreadable.get(part.file)
+            why = found.why_missing(part.file)
             if why:
                 problems[part.id] = why
         else:
@@ -186,8 +190,7 @@ def _submission_digest(
             state, content = sources[part.id].encode(), raw[part.file]
         else:
             state = b"missing"
-            why = found.unresolved.get(part.file) or found.unreadable.get(part.file, "")
-            content = why.encode("utf-8", "surrogatepass")
+            content = found.why_missing(part.file).encode("utf-8", "surrogatepass")
         fields += [part.id.encode(), part.file.encode(), state, content]
     notebook_unreadable = found.unreadable.get(assignment.notebook or "", "")
     if found.notebook is not None:
