@@ -4,9 +4,12 @@ A rule lists the attributes, names, modules and strings it forbids; `forbidden_u
 reports, whatever the rule, every way Python offers to reach a forbidden name without writing
 it: attribute access by a name built at run time (`getattr(torch, "auto" + "grad")`),
 namespaces read as dicts (`__dict__`, `vars`, `globals`), code built from strings (`eval`,
-`exec`, `compile`, `__import__`, `importlib`), and torch's low-level entry points that bypass
+`exec`, `compile`, `__import__`, `importlib`, and the modules that run strings, such as
+doctest on docstrings, which rules do not read), and torch's low-level entry points that bypass
 the Python functions a run-time check can watch (`torch._C`, `torch.ops`,
-`torch._VariableFunctions`). Such a rule still cannot be complete (Python can always build a
+`torch._VariableFunctions`). Attribute names are read wherever Python's syntax names one, not
+only after a dot: `from m import name` and a match class pattern's keywords
+(`case object(autograd=a)`). Such a rule still cannot be complete (Python can always build a
 name some other way), so hidden tests give it a low weight and pair it with a run-time check.
 
 A rule holds for the code a part runs, not only the part's file: given a `StudentSource`
@@ -65,6 +68,11 @@ DYNAMIC_ATTRIBUTES = frozenset(
         "import_module",
         "modules",  # sys.modules
         "get_field",  # string.Formatter: "0.f_locals" is an attribute path
+        # A class's names for the positions of a match pattern: `case C(x)` reads them.
+        "__match_args__",
+        # Annotations given as strings, evaluated as code.
+        "get_type_hints",
+        "ForwardRef",
         # Raw memory read through numpy, as ctypes would.
         "__array_interface__",
         "__array_struct__",
@@ -75,7 +83,7 @@ DYNAMIC_ATTRIBUTES = frozenset(
 # probe that checks it at run time, say).
 FRAME_ATTRIBUTES = frozenset(
     {"__code__", "_getframe", "f_back", "f_globals", "f_locals", "gi_frame", "tb_frame"}
-    | {"_current_frames", "walk_stack", "walk_tb", "curframe_locals"}
+    | {"_current_frames", "walk_stack", "walk_tb", "curframe_locals", "CodeType"}
 )
 # Modules that turn a string or bytes into any object by name (pickle's GLOBAL opcode,
 # pydoc.locate, ...) or run code built at run time.
@@ -86,6 +94,11 @@ DYNAMIC_MODULES = (
     *("multiprocessing", "shelve", "subprocess"),
     # Every live object, or every frame and its variables, found without being named.
     *("gc", "inspect", "pdb", "bdb"),
+    # Strings run as code: doctest runs the examples of docstrings (which rules never read),
+    # timeit and the profilers their statements; rlcompleter evaluates dotted paths,
+    # logging.config and unittest.mock resolve them.
+    *("doctest", "timeit", "trace", "profile", "cProfile", "rlcompleter", "idlelib"),
+    *("logging.config", "unittest.mock"),
 )
 # torch's entry points below its Python API: every built-in op and the autograd engine are
 # reachable there, and calls through them skip `__torch_function__` hooks.
@@ -228,6 +241,9 @@ def _forbidden_use(node: ast.AST, rule: Rule, literal_calls: set[int], docstring
     """What `node` uses that `rule` forbids, or a dynamic access; "" when nothing."""
     if isinstance(node, ast.Attribute):
         return _attribute_use(node.attr, rule)
+    if isinstance(node, ast.MatchClass):
+        # `case object(autograd=a)` reads the subject's attribute `autograd` into `a`.
+        return next(filter(None, (_attribute_use(name, rule) for name in node.kwd_attrs)), "")
     if isinstance(node, ast.Name):
         if node.id in rule.names:
             return node.id
@@ -278,7 +294,8 @@ def _import_use(module: str, rule: Rule) -> str:
         return f"import of {module}"
     if _under(module, DYNAMIC_MODULES):
         return f"import of {module} (attributes looked up by name)"
-    if module.split(".")[-1] in TORCH_BACKDOORS | rule.attributes:
+    # `from m import name` reads m's attribute `name`, as `m.name` would.
+    if _attribute_use(module.split(".")[-1], rule):
         return f"import of {module}"
     return ""
 

@@ -68,6 +68,21 @@ NO_AUTOGRAD = Rule(
         ("from multiprocessing.reduction import ForkingPickler", "import of multiprocessing"),
         ("import subprocess", "import of subprocess"),
         ("w.__array_interface__ = {'data': (address, True)}", ".__array_interface__"),
+        # Attributes named by syntax other than a dot.
+        ("match torch:\n case object(autograd=object(grad=g)): pass", ".autograd"),
+        ("match e:\n case object(_execution_engine=e): pass", "._execution_engine"),
+        ("type(torch).__match_args__ = (name,)", ".__match_args__"),
+        ("from sys import _getframe", "import of sys._getframe"),
+        ("from types import CodeType", "import of types.CodeType"),
+        # Strings run as code: docstring examples, statements, annotations, dotted paths.
+        ("import doctest", "import of doctest"),
+        ("from timeit import Timer", "import of timeit"),
+        ("import cProfile", "import of cProfile"),
+        ("from rlcompleter import Completer", "import of rlcompleter"),
+        ("import logging.config", "import of logging.config"),
+        ("from unittest import mock", "import of unittest.mock"),
+        ("hints = typing.get_type_hints(f)", ".get_type_hints"),
+        ("from typing import ForwardRef", "import of typing.ForwardRef"),
     ],
 )
 def test_forbidden_and_dynamic_uses_are_found(source: str, found: str) -> None:
