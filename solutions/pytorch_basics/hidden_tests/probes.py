@@ -12,6 +12,7 @@ reference code, no secrets. Later parts build their models and data with plain
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections import OrderedDict
@@ -716,20 +717,42 @@ def _clock_attributes(owners, fakes):
     ]
 
 
+def _matmul_flops(name, args, result):
+    """The FLOPs a matmul-like call did: 2 per multiply-add, from its operands' shapes."""
+    operands = [a for a in args if isinstance(a, torch.Tensor)]
+    if name == "einsum" and args and isinstance(args[-1], list | tuple):
+        operands = [a for a in args[-1] if isinstance(a, torch.Tensor)]
+    if name == "addmm":  # addmm(input, mat1, mat2)
+        operands = operands[1:]
+    if len(operands) != 2 or not isinstance(result, torch.Tensor):
+        return 0
+    first, second, out = operands[0].numel(), operands[1].numel(), result.numel()
+    # (m x k) @ (k x p) -> m x p: the product of the three sizes is (m k p) ** 2; this holds
+    # for either operand order (__rmatmul__), vectors and einsum's two-operand forms.
+    return 2 * math.isqrt(first * second * out)
+
+
 class _MatmulCounter(TorchFunctionMode):
-    """Counts the matmuls run inside it, and the dtypes they really ran in: timing float32
-    when float64 was asked for (a forgotten dtype=...) shows here."""
+    """Counts the matmuls run inside it, their FLOPs, and the dtypes they really ran in:
+    timing float32 when float64 was asked for (a forgotten dtype=...) shows here."""
 
     def __init__(self):
         super().__init__()
         self.matmuls = 0
+        self.flops = 0
         self.dtypes: set[str] = set()
+        # The operand shapes of the matmuls run, as "AxB @ CxD".
+        self.shapes: set[str] = set()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
-        if getattr(func, "__name__", "") in _MATMUL_NAMES:
+        name = getattr(func, "__name__", "")
+        if name in _MATMUL_NAMES:
             self.matmuls += 1
-            self.dtypes.update(str(a.dtype) for a in args if isinstance(a, torch.Tensor))
+            self.flops += _matmul_flops(name, args, result)
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            self.dtypes.update(str(a.dtype) for a in tensors)
+            self.shapes.add(" @ ".join("x".join(map(str, a.shape)) for a in tensors))
         return result
 
 
@@ -745,13 +768,16 @@ def matmul_tflops_fake_clock(part, *, dtype, seed):
 
     Every clock the student could read (time.perf_counter, time.time, time.monotonic,
     time.process_time, their _ns variants, timeit.default_timer, and copies of them in the
-    student's module) then advances by a fixed number of seconds per matmul, so the figure
-    depends only on how FLOPs and matmuls are counted: exactly
-    2 * n**3 / seconds / 1e12 for a correct function.
+    student's module) then advances by the FLOPs each matmul did, at a fixed rate: an n x n
+    matmul takes `seconds per matmul`. The figure then depends only on how FLOPs and matmuls
+    are counted: exactly 2 * n**3 / seconds / 1e12 for a correct function. The clock moves
+    by the work, not by the call, so small matmuls timed with the formula for n x n ones
+    give a figure far off.
     """
     import timeit
 
     n, repeats, seconds_per_matmul = fake_clock_setup(seed)
+    seconds_per_flop = seconds_per_matmul / (2 * n**3)
     counter = _MatmulCounter()
     reads = 0
 
@@ -759,7 +785,7 @@ def matmul_tflops_fake_clock(part, *, dtype, seed):
         nonlocal reads
         reads += 1
         # 1 ns per read keeps two reads without a matmul between them apart.
-        return 1000.0 + counter.matmuls * seconds_per_matmul + reads * 1e-9
+        return 1000.0 + counter.flops * seconds_per_flop + reads * 1e-9
 
     def nanoseconds():
         return int(seconds() * 1e9)
@@ -783,6 +809,8 @@ def matmul_tflops_fake_clock(part, *, dtype, seed):
     return {
         "value": float(value),
         "matmuls": counter.matmuls,
+        # Capped: a few sizes are normal (a warm-up), and the list only feeds a message.
+        "matmul_shapes": sorted(counter.shapes)[:16],
         "clock_reads": reads,
         "matmul_dtypes": sorted(counter.dtypes),
     }

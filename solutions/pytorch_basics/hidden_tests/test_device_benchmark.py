@@ -85,9 +85,10 @@ TIMING_HINT = (
 )
 
 
-# With a clock that advances a fixed time per matmul (CPU), the figure depends only on how
-# FLOPs and matmuls are counted; n, repeats and that time come from the seed, so this is the
-# one test of matmul_tflops whose answer a rewritten probe cannot know without the formula.
+# With a clock that advances by the FLOPs each matmul does, at a fixed rate (CPU), the figure
+# depends only on how FLOPs and matmuls are counted; n, repeats and the rate come from the
+# seed, so this is the one test of matmul_tflops whose answer a rewritten probe cannot know
+# without the formula, nor get by timing smaller matmuls than it counts.
 @pytest.mark.points(1)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_matmul_tflops_counts_flops(compare, seed, dtype):
@@ -104,6 +105,13 @@ def test_matmul_tflops_counts_flops(compare, seed, dtype):
         f"{call} ran no matrix multiplication this test could see. Time real matmuls of "
         "torch tensors (a @ b or torch.matmul) and compute the figure from that timing."
     )
+    square = f"{n}x{n} @ {n}x{n}"
+    # Membership, not equality: a warm-up matmul of another size is untimed and harmless.
+    assert square in got["matmul_shapes"], (
+        f"{call} multiplied operands of shapes {', '.join(got['matmul_shapes'])}, never "
+        f"{square}; time matmuls of an n x n by an n x n tensor, as the docstring asks: the "
+        "figure is the throughput of that size."
+    )
     assert got["clock_reads"] >= 2, (
         f"{call} read no clock this test could replace. Time the matmuls with "
         "time.perf_counter(), read before and after the loop."
@@ -114,7 +122,8 @@ def test_matmul_tflops_counts_flops(compare, seed, dtype):
     assert any(
         math.isclose(ratio, accepted, rel_tol=1e-4) for accepted in (1, repeats / (repeats + 1))
     ), (
-        f"with a test clock that advances exactly {seconds:.6g} s per matmul, {call} "
+        f"with a test clock that advances exactly {seconds:.6g} s per {n} x {n} matmul (and "
+        f"in proportion to the FLOPs for other sizes), {call} "
         f"returned {got['value']:.6g} TFLOP/s, expected {want['value']:.6g} ({ratio:.3g} "
         "times that). Count 2 * n**3 FLOPs per matmul (n multiplies and n adds for each of "
         "the n**2 outputs), time exactly `repeats` matmuls (use the argument, not a fixed "
