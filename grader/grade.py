@@ -32,6 +32,7 @@ from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
 from grader.sandbox.client import Sandbox
 from grader.sandbox.settings import SandboxSettings, limits_from_environment
 from grader.scoring import score_tests
+from grader.scratch import scratch_root
 from grader.seeds import grading_seed
 from grader.submission import PreparedSubmission, prepare_submission
 
@@ -241,7 +242,7 @@ def grade_submission(
     started = time.monotonic()
     seed = grading_seed(settings.seed)
     device = resolve_device(settings.device)
-    with tempfile.TemporaryDirectory(prefix="grader-") as temporary:
+    with tempfile.TemporaryDirectory(prefix="grader-", dir=scratch_root()) as temporary:
         workdir = Path(temporary)
         # Traversable (not listable) so the sandbox user can reach its own job folders.
         workdir.chmod(0o711)

@@ -65,6 +65,7 @@ from grader.errors import UsageError
 from grader.report import Report, report_from_dict
 from grader.results import MAX_DETAIL_CHARS
 from grader.safetext import clean_data
+from grader.scratch import scratch_root
 from grader.similarity import MAX_COMPARED_CHARS, MIN_SHARE, SimilarPair, class_similarity
 
 log = logging.getLogger(__name__)
@@ -103,12 +104,12 @@ def scratch_folder(stale: object) -> Iterator[Path]:
 
     `stale` is the scratch of a batch that was killed before it could remove its own.
     """
-    temporary = Path(tempfile.gettempdir())
     if isinstance(stale, str) and stale:
         old = Path(stale)
-        if old.parent == temporary and old.name.startswith(SCRATCH_PREFIX):
+        roots = {scratch_root(), Path(tempfile.gettempdir())}
+        if old.parent in roots and old.name.startswith(SCRATCH_PREFIX):
             shutil.rmtree(old, ignore_errors=True)
-    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch_root()))
     scratch.chmod(0o711)  # the sandbox users reach their job folders through it
     try:
         yield scratch

@@ -32,6 +32,7 @@ from grader.refcache import ReferenceCache
 from grader.report import MAX_REPORT_BYTES
 from grader.sandbox.heap import collapse_private_memory
 from grader.sandbox.settings import TIMEOUT_OVERRIDE_ENV
+from grader.scratch import scratch_root
 
 if TYPE_CHECKING:
     from grader.sandbox.client import PreforkedZygote, Sandbox
@@ -94,7 +95,7 @@ class GradingWorker:
         device = resolve_device(config.device)
         # A Ray node without the coordinator's scratch folder uses its own temporary folder.
         scratch = config.scratch if config.scratch and Path(config.scratch).is_dir() else None
-        self._workdir = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch))
+        self._workdir = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch or scratch_root()))
         # Traversable (not listable) so the sandbox user can reach its own job folders.
         self._workdir.chmod(0o711)
         self.sandbox: Sandbox = Sandbox(
