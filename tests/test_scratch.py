@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from grader import scratch
 def as_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TMPDIR", raising=False)
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
-    monkeypatch.setattr(scratch.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
 
 
 def test_root_uses_a_roomy_shared_memory_tmpfs(as_root: None) -> None:
@@ -40,7 +41,7 @@ def test_a_small_or_missing_tmpfs_is_not_used(
 def test_without_root_student_code_could_write_there(
     as_root: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(scratch.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert scratch.scratch_root() == Path(tempfile.gettempdir())
 
 
