@@ -47,6 +47,15 @@ class Limits:
     max_processes: int = 64
     max_file_mb: int = 64
     max_output_kb: int = 64
+    # Wall seconds all of one part's tests get together (None: twice timeout_s). Without it
+    # a file that sleeps just under the per-test limit at import held a grade for parts x
+    # tests x timeout_s (an hour in a batch) and still scored full marks.
+    part_budget_s: float | None = None
+
+    @property
+    def part_budget(self) -> float:
+        """The wall seconds one part's tests get in all."""
+        return self.part_budget_s if self.part_budget_s is not None else 2 * self.timeout_s
 
 
 @dataclass(frozen=True)

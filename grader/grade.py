@@ -273,6 +273,7 @@ def grade_submission(
                 sandbox,
                 seed=seed,
                 device=device,
+                limits=sandbox.settings.limits,
                 reference_cache=reference_cache,
             )
             plugin = GraderPlugin(session)

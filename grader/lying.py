@@ -185,11 +185,19 @@ class LyingSandbox(Sandbox):
         self.test_seed = test_seed
 
     def submit(
-        self, *, module: str, probe_file: Path, probe: str, kwargs: dict[str, Any]
+        self,
+        *,
+        module: str,
+        probe_file: Path,
+        probe: str,
+        kwargs: dict[str, Any],
+        timeout_s: float | None = None,
     ) -> PendingJob:
         job_id = len(self._pending) + len(self.answers)
         self._pending[job_id] = Job(module, probe_file, probe, kwargs)
-        return PendingJob(id=job_id, module=module, job_dir=Path(), deadline=math.inf)
+        return PendingJob(
+            id=job_id, module=module, job_dir=Path(), deadline=math.inf, timeout_s=math.inf
+        )
 
     def result(self, job: PendingJob) -> Any:
         call = self._pending.pop(job.id)
@@ -223,7 +231,14 @@ def run_against(
         sha256="",
     )
     sandbox = LyingSandbox(assignment, lie)
-    session = GradingSession(assignment, submission, sandbox, seed=grading_seed, device=device)
+    session = GradingSession(
+        assignment,
+        submission,
+        sandbox,
+        seed=grading_seed,
+        device=device,
+        limits=assignment.limits,
+    )
     plugin = LieObservingPlugin(session, sandbox)
     with tempfile.TemporaryDirectory(prefix="grader-lying-") as temporary:
         exit_code = run_hidden_suite(assignment.hidden_tests_dir, plugin, Path(temporary))

@@ -13,6 +13,7 @@ import contextlib
 import importlib.util
 import inspect
 import sys
+import time
 import traceback
 import types
 from collections.abc import Callable, Generator
@@ -22,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from grader.assignment import Assignment, Part
+from grader.assignment import Assignment, Limits, Part
 from grader.bounded import run_bounded
 from grader.hints import error_hint, failing_functions, takes_device_argument
 from grader.mistakes import (
@@ -39,7 +40,12 @@ from grader.sandbox.feedback import StudentFailure
 from grader.seeds import hidden_seed
 from grader.source_check import CHECK_MEMORY_BYTES, too_complex
 from grader.submission import PreparedSubmission
-from grader.suites import TIMEOUTS_PER_PART, TIMEOUTS_PER_PART_MESSAGE, display_name
+from grader.suites import (
+    PART_BUDGET_MESSAGE,
+    TIMEOUTS_PER_PART,
+    TIMEOUTS_PER_PART_MESSAGE,
+    display_name,
+)
 
 MARKERS = (
     "points(n): the weight of this test inside its part",
@@ -96,11 +102,15 @@ class GradingSession:
     sandbox: Sandbox
     seed: int
     device: str
+    # What the sandbox's jobs get (the manifest's, or the test suite's shorter time limit).
+    limits: Limits
     # A batch worker's reference outputs, shared by the submissions it grades (same seed).
     reference_cache: ReferenceCache | None = None
     _references: dict[str, types.ModuleType] = field(default_factory=dict)
     _broken: dict[str, StudentFailure] = field(default_factory=dict)
     _timeouts: dict[str, int] = field(default_factory=dict)
+    # Wall seconds each part's jobs have taken so far, against `Limits.part_budget`.
+    _spent: dict[str, float] = field(default_factory=dict)
     # Parts whose source a test could not analyse within its bounds, with the message: the
     # part's other source tests would only spend the same bound again.
     _too_complex: dict[str, str] = field(default_factory=dict)
@@ -181,18 +191,36 @@ class GradingSession:
         self._refuse_if_unrunnable(part)
         probe_file, name = _probe_location(probe)
         return self.sandbox.submit(
-            module=part.module, probe_file=probe_file, probe=name, kwargs=kwargs
+            module=part.module,
+            probe_file=probe_file,
+            probe=name,
+            kwargs=kwargs,
+            timeout_s=self._budget_left(part),
         )
 
     def finish(self, part: Part, job: PendingJob) -> Any:
         try:
             return self.sandbox.result(job)
         except StudentFailure as failure:
-            if failure.at_import:
-                self._broken[part.id] = failure
             if failure.outcome == "timeout":
                 self._timeouts[part.id] = self._timeouts.get(part.id, 0) + 1
-            raise
+                if job.timeout_s < self.limits.timeout_s:
+                    # Stopped by what was left of the part's budget, not the test's limit.
+                    budget = self.limits.part_budget
+                    failure = StudentFailure(
+                        "timeout",
+                        PART_BUDGET_MESSAGE.format(budget=budget, what="was stopped"),
+                        output=failure.output,
+                        at_import=failure.at_import,
+                    )
+            if failure.at_import:
+                self._broken[part.id] = failure
+            raise failure from None
+        finally:
+            self._spent[part.id] = self._spent.get(part.id, 0.0) + time.monotonic() - job.started
+
+    def _budget_left(self, part: Part) -> float:
+        return self.limits.part_budget - self._spent.get(part.id, 0.0)
 
     def _refuse_if_unrunnable(self, part: Part) -> None:
         if part.file not in self.submission.files:
@@ -203,6 +231,11 @@ class GradingSession:
             )
         if part.id in self.submission.problems:
             raise StudentFailure("error", self.submission.problems[part.id])
+        if self._budget_left(part) <= 0:
+            budget = self.limits.part_budget
+            raise StudentFailure(
+                "timeout", PART_BUDGET_MESSAGE.format(budget=budget, what="was not run")
+            )
         if part.id in self._broken:
             first = self._broken[part.id]
             raise StudentFailure(

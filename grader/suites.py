@@ -16,6 +16,11 @@ TIMEOUTS_PER_PART_MESSAGE = (
     f"Not run: {TIMEOUTS_PER_PART} earlier tests of this part ran out of time. Fix the slow or "
     "endless code first."
 )
+PART_BUDGET_MESSAGE = (
+    "Stopped: this part's tests have used the {budget:g} s they get together, so this test "
+    "{what}. Correct code takes a few seconds for all of them: look for a sleep, far more "
+    "work than asked, or slow code at the top level of your file (it runs again in every test)."
+)
 
 
 def display_name(item: pytest.Item) -> str:

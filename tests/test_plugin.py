@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import secrets
+import time
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 import torch.distributed.tensor  # noqa: F401
 
 from grader import plugin
-from grader.assignment import Assignment, parse_manifest
+from grader.assignment import Assignment, Limits, parse_manifest
 from grader.hints import error_hint
 from grader.lying import HONEST, run_against
 from grader.plugin import GraderPlugin, GradingSession, holds_seed
@@ -253,9 +254,15 @@ def doubled_ones(part):
 
 def slow(part, *, seed):
     return {"y": part.double(torch.ones(4))}
+
+
+def sleepy(part, *, seed):
+    return {"y": part.double(torch.ones(4))}
 """
 # Probes the fake student side answers with a timeout, as the sandbox does past the limit.
 TIMING_OUT_PROBES = frozenset({"slow"})
+# Probes whose student side takes this many seconds (a timeout where its job gets less).
+SLEEPY_PROBES = {"sleepy": 0.2}
 
 
 class FakeSandbox(Sandbox):
@@ -265,21 +272,37 @@ class FakeSandbox(Sandbox):
         # Nothing of the real sandbox is started: no server, no workdir, no uid.
         self.student_dir = student_dir
         self.jobs: list[tuple[str, str, dict[str, Any]]] = []
+        self.started: list[PendingJob] = []
         self._pending: dict[int, tuple[Path, str, dict[str, Any]]] = {}
         self._modules: dict[Path, types.ModuleType] = {}
 
     def submit(
-        self, *, module: str, probe_file: Path, probe: str, kwargs: dict[str, Any]
+        self,
+        *,
+        module: str,
+        probe_file: Path,
+        probe: str,
+        kwargs: dict[str, Any],
+        timeout_s: float | None = None,
     ) -> PendingJob:
         self.jobs.append((module, probe, kwargs))
-        job = PendingJob(id=len(self.jobs), module=module, job_dir=Path(), deadline=math.inf)
+        # As the real sandbox: the test's limit, or less where the part's budget has less left.
+        limit = min(Limits().timeout_s, math.inf if timeout_s is None else timeout_s)
+        job = PendingJob(
+            id=len(self.jobs), module=module, job_dir=Path(), deadline=math.inf, timeout_s=limit
+        )
         self._pending[job.id] = (probe_file, probe, kwargs)
+        self.started.append(job)
         return job
 
     def result(self, job: PendingJob) -> Any:
         probe_file, probe, kwargs = self._pending.pop(job.id)
         if probe in TIMING_OUT_PROBES:
             raise StudentFailure("timeout", "Your code ran longer than the 1 s limit.")
+        if probe in SLEEPY_PROBES:
+            time.sleep(min(SLEEPY_PROBES[probe], job.timeout_s))
+            if job.timeout_s < SLEEPY_PROBES[probe]:
+                raise StudentFailure("timeout", f"Stopped after {job.timeout_s:g} s.")
         student = self._load(self.student_dir / f"{job.module}.py")
         return getattr(self._load(probe_file), probe)(student, **kwargs)
 
@@ -313,14 +336,16 @@ class HiddenRun:
 
 
 def run_hidden(
-    pytester: pytest.Pytester, students: dict[str, str], tests: dict[str, str]
+    pytester: pytest.Pytester, students: dict[str, str], tests: dict[str, str], limits: str = ""
 ) -> HiddenRun:
-    """Run `tests` (part -> its hidden test file) against `students` (part -> its code)."""
+    """Run `tests` (part -> its hidden test file) against `students` (part -> its code);
+    `limits` is the body of the manifest's [limits] table."""
     root = pytester.path
     manifest = root / "assignments" / "fake" / "assignment.toml"
     manifest.parent.mkdir(parents=True)
     manifest.write_text(
         '[assignment]\nid = "fake"\nsolutions = "solutions/fake"\n'
+        + f"[limits]\n{limits}\n"
         + "".join(f'\n[[parts]]\nid = "{p}"\nfile = "{p}.py"\npoints = 10\n' for p in tests)
     )
     solutions, student_dir = root / "solutions" / "fake", root / "student"
@@ -339,7 +364,10 @@ def run_hidden(
         problems={},
         sha256="",
     )
-    plugin = GraderPlugin(GradingSession(assignment, submission, sandbox, seed=7, device="cpu"))
+    session = GradingSession(
+        assignment, submission, sandbox, seed=7, device="cpu", limits=assignment.limits
+    )
+    plugin = GraderPlugin(session)
     # As grade.run_hidden_suite runs it: no conftest, no cache, only our plugin's fixtures.
     outcomes = pytester.inline_run(
         *(f"test_{part}.py" for part in tests), "--noconftest", "-p", "no:cacheprovider",
@@ -590,6 +618,37 @@ def test_after_the_timeout_limit_a_part_s_remaining_tests_are_not_run(
     assert len(not_run) == 4 - TIMEOUTS_PER_PART
     assert all(f"{TIMEOUTS_PER_PART} earlier tests" in r.message for r in not_run)
     assert run.scores() == {"slow": 0.0, "fast": 10.0}
+
+
+SLEEPY_TESTS = '''
+import pytest
+import torch
+
+import fake_probes
+
+
+@pytest.mark.parametrize("n", range(5))
+@pytest.mark.points(1)
+def test_sleepy(compare, seed, n):
+    """sleepy"""
+    got, want = compare(fake_probes.sleepy, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+'''
+
+
+def test_a_part_s_tests_share_a_time_budget(pytester: pytest.Pytester) -> None:
+    # Each test takes 0.2 s; the part gets 0.5 s in all: two pass, the third gets the 0.1 s
+    # left and is stopped, and the others are not run. Another part keeps its own budget.
+    run = run_hidden(
+        pytester, {}, {"sleepy": SLEEPY_TESTS, "fast": SEEDED_TEST}, limits="part_budget_s = 0.5"
+    )
+    sleepy = [r for r in run.records if r.part == "sleepy"]
+    assert [r.outcome for r in sleepy] == ["passed", "passed", "timeout", "timeout", "timeout"]
+    limits = [job.timeout_s for job in run.sandbox.started if job.module == "sleepy"]
+    assert len(limits) == 3 and limits[0] == 0.5 and 0 < limits[2] <= 0.1 + 0.05
+    assert "was stopped" in sleepy[2].message and "0.5 s they get together" in sleepy[2].message
+    assert all("was not run" in r.message for r in sleepy[3:])
+    assert run.scores() == {"sleepy": 4.0, "fast": 10.0}
 
 
 NAMED_TESTS = '''

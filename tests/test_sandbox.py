@@ -485,7 +485,7 @@ def test_a_job_over_the_gpu_memory_cap_is_told_so(tmp_path: Path) -> None:
     sandbox = Sandbox(settings, {}, tmp_path)
     job_dir = tmp_path / "job"
     job_dir.mkdir()
-    job = PendingJob(id=1, module="student", job_dir=job_dir, deadline=0.0)
+    job = PendingJob(id=1, module="student", job_dir=job_dir, deadline=0.0, timeout_s=60.0)
     exited = {"event": "exited", "status": 9, "timed_out": False, "setup": {}}
     with pytest.raises(StudentFailure) as failure:
         sandbox._interpret(job, {**exited, "gpu_memory_mb": 1700}, backstop=False, elapsed=1.0)

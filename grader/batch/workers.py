@@ -41,8 +41,9 @@ log = logging.getLogger(__name__)
 
 
 SCRATCH_PREFIX = "grader-batch-"
-# A worker that holds one submission longer than this many test time limits is stuck.
-WATCHDOG_TEST_LIMITS = 60
+# A worker that holds one submission longer than this many times the student time a grade
+# can take (each part's budget, `Limits.part_budget`) is stuck.
+WATCHDOG_SLACK = 2
 # Workers that die before grading anything, in a row, before the batch gives up.
 MAX_FAILED_STARTS = 3
 # How long an idle worker gets to shut its fork server down before it is killed.
@@ -261,7 +262,8 @@ class LocalExecutor:
         self.assignment = assignment
         self.workers = workers
         self.log_dir = log_dir
-        self.watchdog_s = assignment.limits.timeout_s * WATCHDOG_TEST_LIMITS
+        student_time = len(assignment.parts) * assignment.limits.part_budget
+        self.watchdog_s = WATCHDOG_SLACK * student_time
         self._selector = selectors.DefaultSelector()
         self._failed_starts = 0
 

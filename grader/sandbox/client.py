@@ -29,7 +29,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -66,6 +66,8 @@ class PendingJob:
     module: str
     job_dir: Path
     deadline: float
+    # The job's wall-time limit: the test's, or less where its part's budget has less left.
+    timeout_s: float
     started: float = field(default_factory=time.monotonic)
 
 
@@ -369,9 +371,18 @@ class Sandbox:
         )
 
     def submit(
-        self, *, module: str, probe_file: Path, probe: str, kwargs: dict[str, Any]
+        self,
+        *,
+        module: str,
+        probe_file: Path,
+        probe: str,
+        kwargs: dict[str, Any],
+        timeout_s: float | None = None,
     ) -> PendingJob:
-        """Start a probe against the student's `module`; collect it with `result`."""
+        """Start a probe against the student's `module`; collect it with `result`.
+
+        The job gets the test's time limit, or `timeout_s` where that is shorter.
+        """
         if self._process is None or self._process.poll() is not None:
             log.warning("the sandbox server was gone; starting a new one")
             self._stop()
@@ -403,6 +414,8 @@ class Sandbox:
             os.chown(home, self.identity.uid, self.identity.gid)
             os.chmod(home, 0o700)
         timeout = self.settings.limits.timeout_s
+        if timeout_s is not None:
+            timeout = min(timeout, timeout_s)
         job: Job = {
             "id": self._job_count,
             "job_dir": str(job_dir),
@@ -419,6 +432,7 @@ class Sandbox:
             module=module,
             job_dir=job_dir,
             deadline=time.monotonic() + timeout + BACKSTOP_GRACE_S,
+            timeout_s=timeout,
         )
 
     def result(self, job: PendingJob) -> Any:
@@ -509,7 +523,7 @@ class Sandbox:
             summary,
             job_dir=job.job_dir,
             module=job.module,
-            limits=self.settings.limits,
+            limits=replace(self.settings.limits, timeout_s=job.timeout_s),
             elapsed=elapsed,
         )
 
