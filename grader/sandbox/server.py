@@ -876,8 +876,13 @@ def _run_student(
         probes = state.probe_modules.get(job["probe_file"])
         if probes is None:  # the server could not import it: fail here, where it is reported
             probes = _load_module("probes", job["probe_file"])
-        sys.modules["probes"] = probes
         probe = getattr(probes, job["probe"])
+        # Not a module student code can look up by name: every attack on the checks that
+        # judge in this process (patch-probe-module, a probe rewritten to return what the
+        # test expects) began with sys.modules["probes"]. The probe keeps its own globals.
+        loaded = {id(probes), *map(id, state.probe_modules.values())}
+        for name in [name for name, module in sys.modules.items() if id(module) in loaded]:
+            del sys.modules[name]
         student_path = os.path.join(submission_dir, student_file)
         module = _load_module(module_name, student_path)
         os.write(PROGRESS_FD, b"imported\n")
