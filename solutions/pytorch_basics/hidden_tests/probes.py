@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import random
 import time
+import types
 from collections import OrderedDict
 
 import torch
@@ -713,8 +714,52 @@ def _clock_attributes(owners, fakes):
         (owner, name, value)
         for owner in owners
         for name, value in list(vars(owner).items())
-        if id(value) in fakes and fakes[id(value)][0] is value
+        if _is_clock(value, fakes)
     ]
+
+
+def _is_clock(value, fakes):
+    return id(value) in fakes and fakes[id(value)][0] is value
+
+
+def _clock_defaults(owners, fakes):
+    """(function, "__defaults__" or "__kwdefaults__", original defaults) for every plain
+    function among the attributes of `owners` (and the methods of the classes among them)
+    whose default arguments hold a clock in `fakes`.
+
+    A default is bound when its `def` runs: `timeit.Timer(stmt, setup, timer=default_timer)`,
+    `timeit.timeit` and `timeit.repeat` hold the clock timeit found at import, which replacing
+    `timeit.default_timer` later does not reach.
+    """
+    functions = {}
+    for owner in owners:
+        for value in list(vars(owner).values()):
+            found = [value]
+            if isinstance(value, type):
+                found = list(vars(value).values())
+            for item in found:
+                if isinstance(item, staticmethod | classmethod):
+                    item = item.__func__
+                if isinstance(item, types.FunctionType):
+                    functions[id(item)] = item
+    bound = []
+    for function in functions.values():
+        defaults, kwdefaults = function.__defaults__, function.__kwdefaults__
+        if defaults and any(_is_clock(value, fakes) for value in defaults):
+            bound.append((function, "__defaults__", defaults))
+        if kwdefaults and any(_is_clock(value, fakes) for value in kwdefaults.values()):
+            bound.append((function, "__kwdefaults__", kwdefaults))
+    return bound
+
+
+def _faked_defaults(defaults, fakes):
+    """`defaults` (a tuple or a dict) with every clock of `fakes` replaced by its fake."""
+    if isinstance(defaults, dict):
+        return {
+            name: fakes[id(value)][1] if _is_clock(value, fakes) else value
+            for name, value in defaults.items()
+        }
+    return tuple(fakes[id(value)][1] if _is_clock(value, fakes) else value for value in defaults)
 
 
 def _matmul_flops(name, args, result):
@@ -767,8 +812,10 @@ def matmul_tflops_fake_clock(part, *, dtype, seed):
     """Student side: matmul_tflops on the CPU with a clock that only moves when a matmul runs.
 
     Every clock the student could read (time.perf_counter, time.time, time.monotonic,
-    time.process_time, their _ns variants, timeit.default_timer, and copies of them in the
-    student's module) then advances by the FLOPs each matmul did, at a fixed rate: an n x n
+    time.process_time, their _ns variants, timeit.default_timer, copies of them in the
+    student's module, and the clocks bound as default arguments of timeit's functions
+    (timeit.timeit, timeit.repeat, timeit.Timer) or of the student's module's functions)
+    then advances by the FLOPs each matmul did, at a fixed rate: an n x n
     matmul takes `seconds per matmul`. The figure then depends only on how FLOPs and matmuls
     are counted: exactly 2 * n**3 / seconds / 1e12 for a correct function. The clock moves
     by the work, not by the call, so small matmuls timed with the formula for n x n ones
@@ -797,15 +844,21 @@ def matmul_tflops_fake_clock(part, *, dtype, seed):
             fakes[id(original)] = (original, fake)
     fakes[id(timeit.default_timer)] = (timeit.default_timer, seconds)
 
+    # Found before anything is replaced: both read the original clocks.
     patched = _clock_attributes((time, timeit, part), fakes)
-    for owner, name, value in patched:
-        setattr(owner, name, fakes[id(value)][1])
+    bound = _clock_defaults((timeit, part), fakes)
     try:
+        for owner, name, value in patched:
+            setattr(owner, name, fakes[id(value)][1])
+        for function, field, defaults in bound:
+            setattr(function, field, _faked_defaults(defaults, fakes))
         with counter:
             value = part.matmul_tflops(n, torch.device("cpu"), dtype=_dtype(dtype), repeats=repeats)
     finally:
         for owner, name, original in patched:
             setattr(owner, name, original)
+        for function, field, defaults in bound:
+            setattr(function, field, defaults)
     return {
         "value": float(value),
         "matmuls": counter.matmuls,
