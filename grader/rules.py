@@ -18,7 +18,10 @@ file the part imports, directly or through another, so a forbidden call moved in
 part file and imported from there is found (dynamic imports are refused above). Those files
 (`grader.source_check.import_closure`) are also all that the part's jobs can import
 (grader/sandbox/client.py), so a module named in a string
-(`unittest.mock.patch("other_part.f")`) reaches nothing the rule did not read.
+(`unittest.mock.patch("other_part.f")`) reaches nothing the rule did not read. A module
+imported only under a top-level `if __name__ == "__main__":` guard is not followed (grading
+never runs that block): a job cannot import it either, so forcing the block to run
+(`__name__ = "__main__"`) gets an ImportError, not its code.
 
 Nothing here bounds its own work: the plugin runs every hidden test that reads student source
 in a limited child (`GradingSession.run_source_test` in grader/plugin.py).

@@ -4,12 +4,14 @@ Decoded as Python decodes it (PEP 263 coding line, BOM, CRLF) and compiled, each
 limited child (`grader.bounded`), because a hostile file can make the parser slow or
 hungry: a syntax error or an unusable file is then reported once, not once per test.
 
-The compiled code also says which modules the file imports (`module_imports`): what a
-part's jobs may import and its source rules read (grader/rules.py, `import_closure`).
+The compiled code also says which modules the file imports (`module_imports`, leaving out
+imports that only a top-level `if __name__ == "__main__":` block makes: `live_imports`): what
+a part's jobs may import and its source rules read (grader/rules.py, `import_closure`).
 """
 
 from __future__ import annotations
 
+import ast
 import dis
 import io
 import re
@@ -37,7 +39,8 @@ class CheckedSource:
     text: str | None
     # Why no part that needs the file can run, for students; "" if nothing.
     problem: str
-    # Top-level names of the modules it imports (`module_imports`); none if it did not compile.
+    # Top-level names of the modules it imports when imported (`live_imports`); none if it
+    # did not compile.
     imports: tuple[str, ...]
 
 
@@ -102,11 +105,63 @@ def inspect_source(name: str, data: bytes) -> CheckedSource:
         return CheckedSource(text, problem, ())
     except (ValueError, MemoryError, RecursionError) as error:
         return CheckedSource(text, f"{name} cannot be compiled: {type(error).__name__}.", ())
-    return CheckedSource(text, "", tuple(dict.fromkeys(module_imports(code))))
+    return CheckedSource(text, "", tuple(dict.fromkeys(live_imports(name, text, code))))
+
+
+def live_imports(name: str, text: str, code: CodeType) -> list[str]:
+    """`module_imports` of `code`, compiled from `text`, less the imports that only a top-level
+    `if __name__ == "__main__":` block (or `'__main__' == __name__`) makes.
+
+    Grading imports the file, so such a block never runs, and a module imported only there
+    (a self-check that compares with another part) is left out of the part's import closure.
+    That is safe because the closure is also all a job can import: code that sets `__name__`
+    to run the block anyway gets an ImportError for that module, never its code. Its `else`
+    branch runs on import and keeps its imports, as do the block's modules imported elsewhere.
+
+    The syntax tree this needs (seconds for a hostile 1 MiB file, against milliseconds to read
+    the bytecode) is built only when the module's own code names both `__name__` and the
+    string "__main__" and imports something. Pure and unbounded, like `inspect_source`.
+    """
+    imports = list(module_imports(code))
+    if not imports or "__name__" not in code.co_names or "__main__" not in _strings(code):
+        return imports
+    try:
+        tree = ast.parse(text, filename=name)
+        guards = [node for node in tree.body if isinstance(node, ast.If) and _is_main_guard(node)]
+        if not guards:
+            return imports
+        for guard in guards:
+            guard.body = [ast.copy_location(ast.Pass(), guard.body[0])]
+        return list(module_imports(compile(tree, name, "exec", dont_inherit=True)))
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return imports  # every import, as when the guard is not looked for
+
+
+def _strings(code: CodeType) -> set[str]:
+    return {constant for constant in code.co_consts if isinstance(constant, str)}
+
+
+def _is_main_guard(statement: ast.If) -> bool:
+    """`if __name__ == "__main__":` or `if "__main__" == __name__:`, nothing looser."""
+    test = statement.test
+    if not (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+    ):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(
+        isinstance(name, ast.Name)
+        and name.id == "__name__"
+        and isinstance(main, ast.Constant)
+        and isinstance(main.value, str)
+        and main.value == "__main__"
+        for name, main in (sides, sides[::-1])
+    )
 
 
 def module_imports(code: CodeType) -> Iterator[str]:
-    """Top-level names of the modules `code` imports, in its functions and classes too.
+    """Top-level names of the modules `code` imports, in its functions and classes too
+    (`live_imports` leaves out those of a `__main__` block).
 
     Read from the bytecode, which compiling costs next to nothing, rather than from a syntax
     tree (seconds for a hostile 1 MiB file): `import a.b` and `from a.b import c` name `a`,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
 import pytest
 
 from grader.rules import Rule, StudentSource, cpu_only_uses, forbidden_uses
-from grader.source_check import import_closure, module_imports
+from grader.source_check import import_closure, inspect_source, module_imports
 
 NO_AUTOGRAD = Rule(
     attributes=frozenset({"backward", "requires_grad_", "autograd"}),
@@ -189,3 +190,122 @@ def test_a_part_s_import_closure_is_what_its_rule_reads() -> None:
     assert import_closure(source.imports, "a.py") == ["a.py", "b.py", "c.py"]
     assert import_closure(source.imports, "e.py") == ["e.py"]
     assert forbidden_uses(source, NO_AUTOGRAD) == ["c.py (imported by a.py) line 2: .backward"]
+
+
+def _imports(source: str) -> tuple[str, ...]:
+    return inspect_source("a.py", textwrap.dedent(source).encode()).imports
+
+
+@pytest.mark.parametrize(
+    ("source", "imports"),
+    [
+        # Grading imports the file: a top-level __main__ block never runs.
+        ("import torch\nif __name__ == '__main__':\n    import helper\n", ("torch",)),
+        ('import torch\nif "__main__" == __name__:\n    from helper import f\n', ("torch",)),
+        ("import torch\nif (__name__ == '__main__'):  # a demo\n    import helper\n", ("torch",)),
+        # Functions and classes defined in the block, and everything nested there.
+        (
+            """
+            import torch
+            if __name__ == "__main__":
+                def check():
+                    import inside_function
+                class Demo:
+                    import inside_class
+                for _ in range(2):
+                    import in_a_loop
+            """,
+            ("torch",),
+        ),
+        # Its else branch runs on import; so do elif tests and branches.
+        (
+            "if __name__ == '__main__':\n    import a\nelif x:\n    import b\nelse:\n"
+            "    import c\n",
+            ("b", "c"),
+        ),
+        # A module imported in live code too stays, wherever that import is.
+        ("if __name__ == '__main__':\n    import helper\nimport helper\n", ("helper",)),
+        (
+            "def f():\n    import helper\nif __name__ == '__main__':\n    import helper\n",
+            ("helper",),
+        ),
+        # Only the exact top-level guard: any other test may run on import.
+        ("if __name__ != '__main__':\n    import a\n", ("a",)),
+        ("if __name__ == '__main__' or x:\n    import a\n", ("a",)),
+        ("if __name__ == '__main__' == y:\n    import a\n", ("a",)),
+        ("if __name__ == b'__main__':\n    import a\n", ("a",)),
+        ("if name == '__main__':\n    import a\n", ("a",)),
+        ("def f():\n    if __name__ == '__main__':\n        import a\n", ("a",)),
+        ("class C:\n    if __name__ == '__main__':\n        import a\n", ("a",)),
+        ("while __name__ == '__main__':\n    import a\n", ("a",)),
+        # A string that only mentions the guard.
+        ("import a\ntext = 'if __name__ == \"__main__\":'\n", ("a",)),
+    ],
+)
+def test_imports_only_a_main_block_makes_are_not_the_module_s(
+    source: str, imports: tuple[str, ...]
+) -> None:
+    assert _imports(source) == imports
+
+
+def test_a_module_imported_only_under_the_main_guard_is_outside_the_closure() -> None:
+    files = {
+        "manual_backprop.py": textwrap.dedent(
+            """
+            import helpers
+
+            def grads(): pass
+
+            if __name__ == "__main__":
+                # A self-check against another part: never run by grading.
+                from autograd_loop import train_autograd
+            """
+        ),
+        "helpers.py": "if __name__ == '__main__':\n    import deeper\n",
+        "autograd_loop.py": "def train_autograd(loss):\n    loss.backward()\n",
+        "deeper.py": "loss.backward()\n",
+    }
+    source = StudentSource("manual_backprop.py", files)
+    assert source.imports["manual_backprop.py"] == ("helpers",)
+    assert import_closure(source.imports, "manual_backprop.py") == [
+        "manual_backprop.py",
+        "helpers.py",
+    ]
+    assert forbidden_uses(source, NO_AUTOGRAD) == []
+    # The part's own block is still read: code that sets __name__ can make it run.
+    own = dict(files, **{"manual_backprop.py": "if __name__ == '__main__':\n    w.backward()\n"})
+    assert forbidden_uses(StudentSource("manual_backprop.py", own), NO_AUTOGRAD) == [
+        "line 2: .backward"
+    ]
+
+
+def test_a_main_guard_in_a_file_that_does_not_compile_changes_nothing() -> None:
+    checked = inspect_source("a.py", b"if __name__ == '__main__':\n    import a\ndef (:\n")
+    assert checked.problem and checked.imports == ()
+
+
+def test_the_syntax_tree_is_built_only_where_a_main_guard_may_be(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reading imports from bytecode costs milliseconds, a syntax tree seconds for a hostile
+    1 MiB file: only code that names `__name__` and "__main__" and imports pays for one."""
+    parsed: list[str] = []
+    parse = ast.parse
+
+    def counting_parse(source: str, *args: object, **kwargs: object) -> ast.Module:
+        parsed.append(source)
+        return parse(source)
+
+    monkeypatch.setattr(ast, "parse", counting_parse)
+    for source in (
+        "import torch\nx = 1\n",
+        "import torch\nprint('__main__')\n",
+        "import torch\nprint(__name__)\n",
+        "if __name__ == '__main__':\n    print(1)\n",
+    ):
+        inspect_source("a.py", source.encode())
+    assert parsed == []
+    assert inspect_source(
+        "a.py", b"import a\nif __name__ == '__main__':\n    import b\n"
+    ).imports == ("a",)
+    assert len(parsed) == 1

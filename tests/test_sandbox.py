@@ -33,6 +33,7 @@ from grader.sandbox.settings import (
     protections_notice,
 )
 from grader.sandbox.wire import MAX_RESULT_VALUES, decode_result
+from grader.source_check import inspect_source
 
 SERVER = Path(__file__).resolve().parent.parent / "grader" / "sandbox" / "server.py"
 
@@ -437,6 +438,56 @@ def test_each_submission_gets_a_fresh_server_from_the_same_zygote(
             sandbox.result(job)
     assert _run(sandbox, root, what="daemon") == "left a daemon"
     assert sandbox._process is zygote
+
+
+# Imports made only under a top-level __main__ guard are outside the module's import closure
+# (grader.source_check.live_imports), so the rules do not read those modules; the closure is
+# also all a job can import, so a student who forces the block to run gets an ImportError.
+FORCED_MAIN_BLOCK = """
+__name__ = "__main__"  # makes the block below run when the job imports this file
+if __name__ == "__main__":
+    from helper import answer
+
+
+def run(what):
+    return answer
+"""
+LIVE_IMPORT = """
+from helper import answer
+
+
+def run(what):
+    return answer
+"""
+
+
+@pytest.mark.slow
+def test_a_module_imported_only_under_the_main_guard_cannot_be_imported(
+    live_sandbox: tuple[Sandbox, Path], tmp_path: Path
+) -> None:
+    sandbox, root = live_sandbox
+    helper = tmp_path / "helper.py"
+    helper.write_text("answer = 'the helper ran'\n")
+    got = {}
+    try:
+        for kind, text in (("forced", FORCED_MAIN_BLOCK), ("live", LIVE_IMPORT)):
+            (tmp_path / kind).mkdir()
+            student = tmp_path / kind / "student.py"
+            student.write_text(text)
+            files = {"student.py": student, "helper.py": helper}
+            imports = {
+                name: inspect_source(name, path.read_bytes()).imports
+                for name, path in files.items()
+            }
+            sandbox.use_submission(files, imports)
+            try:
+                got[kind] = _run(sandbox, root, what="answer")
+            except StudentFailure as failure:
+                got[kind] = failure.message
+    finally:
+        sandbox.use_submission({"student.py": root / "student.py"}, {})
+    assert got["live"] == "the helper ran"
+    assert "No module named 'helper'" in got["forced"], got["forced"]
 
 
 @pytest.mark.slow
