@@ -58,8 +58,9 @@ MARKERS = (
 PART_KEY = pytest.StashKey[Part]()
 # One entry per `compare` call of a test: whether its arguments held the test's hidden seed.
 SEEDED_COMPARES_KEY = pytest.StashKey[list[bool]]()
-# One entry per `compare` call of a test that returned: a fingerprint of the student's outputs.
-OUTPUT_FINGERPRINTS_KEY = pytest.StashKey[list[str]]()
+# One entry per `compare` call of a test that returned: the student's outputs, fingerprinted
+# only if the test fails (to group equal wrong answers), and dropped once it is recorded.
+STUDENT_OUTPUTS_KEY = pytest.StashKey[list[Any]]()
 # Set once a test has received data from the student side: from then on, an exception that is
 # not an assertion most likely comes from that data's shape (a missing key, a list where a
 # dict was due, an int too large for a float), which the student side fully controls.
@@ -412,7 +413,7 @@ class GraderPlugin:
         session = self.session
         test_seed = hidden_seed(session.seed, node.nodeid)
         seeded_compares = node.stash.setdefault(SEEDED_COMPARES_KEY, [])
-        fingerprints = node.stash.setdefault(OUTPUT_FINGERPRINTS_KEY, [])
+        outputs = node.stash.setdefault(STUDENT_OUTPUTS_KEY, [])
 
         def run(probe: Probe, /, **kwargs: Any) -> tuple[Any, Any]:
             seeded_compares.append(holds_seed(kwargs, test_seed))
@@ -426,7 +427,7 @@ class GraderPlugin:
                 raise
             got = session.finish(part, job)
             node.stash[STUDENT_DATA_KEY] = True
-            fingerprints.append(_fingerprint(got))
+            outputs.append(got)
             return got, want
 
         return run
@@ -477,6 +478,9 @@ class GraderPlugin:
             call.when == "call" or (call.when == "setup" and not report.passed)
         ):
             self.records.append(self._record(item, call, report))
+        if call.when == "call":
+            # A session keeps its items: outputs (up to 64 MiB a tensor) must not pile up.
+            item.stash[STUDENT_OUTPUTS_KEY] = []
         return report
 
     def _record(
@@ -517,7 +521,8 @@ class GraderPlugin:
             elif isinstance(error, AssertionError):
                 outcome, message = "failed", _student_facing_assertion(error)
                 cause = WRONG_ANSWER
-                fingerprint = combine_fingerprints(item.stash.get(OUTPUT_FINGERPRINTS_KEY, []))
+                outputs = item.stash.get(STUDENT_OUTPUTS_KEY, [])
+                fingerprint = combine_fingerprints([_fingerprint(output) for output in outputs])
             elif item.stash.get(STUDENT_DATA_KEY, False):
                 outcome, cause, detail = "failed", WRONG_ANSWER, report.longreprtext
                 message = UNCHECKABLE_RESULT_MESSAGE.format(
