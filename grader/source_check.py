@@ -94,7 +94,7 @@ def inspect_source(name: str, data: bytes) -> CheckedSource:
 
     Pure and unbounded: run it through `grader.bounded.run_bounded`.
     """
-    text, problem = _decode_source(name, data)
+    text, problem = decode_source(name, data)
     if problem:
         return CheckedSource(None, problem, ())
     # Compiled without running: a syntax error is reported once, not once per test.
@@ -182,7 +182,7 @@ def module_imports(code: CodeType) -> Iterator[str]:
             yield from module_imports(constant)
 
 
-def _decode_source(name: str, data: bytes) -> tuple[str, str]:
+def decode_source(name: str, data: bytes) -> tuple[str, str]:
     """Source text, UTF-8 with BOM and CRLF normalised, or a message saying why it is unusable.
 
     A PEP 263 coding line (`# -*- coding: latin-1 -*-`) is honoured, as Python would, and

@@ -182,9 +182,17 @@ def _refuse_unusable(prepared: PreparedSubmission, assignment: Assignment, folde
 
 
 def _print_sources(prepared: PreparedSubmission, assignment: Assignment, console: Console) -> None:
-    """Say where each part's graded code comes from when the notebook is involved."""
-    from_notebook = [p for p in assignment.parts if prepared.sources.get(p.id) == "notebook"]
-    for part in from_notebook:
+    """Say where each part's graded code comes from when the notebook is involved.
+
+    A part whose cells import its .py file is graded as that file followed by the cells'
+    definitions: its own note says so.
+    """
+    from_cells = [
+        part
+        for part in assignment.parts
+        if any(note.startswith(f"{part.id}: graded the code") for note in prepared.notes)
+    ]
+    for part in from_cells:
         console.print(
             Text.assemble(
                 ("graded source: ", "yellow"),
@@ -194,7 +202,7 @@ def _print_sources(prepared: PreparedSubmission, assignment: Assignment, console
             )
         )
     for note in prepared.notes:
-        if not any(note.startswith(f"{part.id}: graded the code") for part in from_notebook):
+        if not any(note.startswith(f"{part.id}: graded the code") for part in from_cells):
             console.print(Text.assemble(("note: ", "yellow"), note))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import traceback
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -244,6 +245,194 @@ def test_own_file_import_is_dropped_and_missing_names_noted(assignment: Assignme
         "imports train_manual from manual_backprop.py, but its code replaces" in note
         for note in merged.notes
     )
+
+
+# -- a part cell that imports its own .py file: that file runs first, as in Jupyter ------
+
+OWN_FILE = (
+    '"""Manual backprop, as submitted."""\n'
+    "\n"
+    "from __future__ import annotations\n"
+    "\n"
+    "\n"
+    "def forward_backward(x, y, w1, w2) -> str:\n"
+    '    return "file"\n'
+    "\n"
+    "\n"
+    "def train_manual(x, y, w1, w2) -> str:\n"
+    '    return "file"\n'
+)
+
+
+def test_a_cell_that_imports_its_file_is_graded_as_the_file_then_the_cell(
+    assignment: Assignment,
+) -> None:
+    cell = code(
+        "# part: manual_backprop\nfrom manual_backprop import forward_backward, train_manual\n"
+        "LEARNING_RATE = 1e-6\n"
+        "def train_manual(x, y, w1, w2):\n"
+        "    return [forward_backward(x, y, w1, w2), LEARNING_RATE]\n"
+        "train_manual(1, 2, 3, 4)\n"
+    )
+    merged = extract(assignment, cell, files={"manual_backprop.py": OWN_FILE.encode()})
+    assert merged.origin == {"manual_backprop": "notebook"}
+    namespace = run_built(merged, "manual_backprop.py")
+    # forward_backward comes from the file; the cell's train_manual replaces the file's.
+    assert namespace["forward_backward"](1, 2, 3, 4) == "file"
+    assert namespace["train_manual"](1, 2, 3, 4) == ["file", 1e-6]
+    assert namespace["__doc__"] == "Manual backprop, as submitted."
+    assert merged.notes[0] == (
+        "manual_backprop: graded manual_backprop.py followed by the definitions in the notebook "
+        "cell marked part:manual_backprop, as Jupyter runs that cell: its import of "
+        "manual_backprop runs the file, then what the cell defines (LEARNING_RATE, "
+        "train_manual) replaces anything of the same name."
+    )
+    assert "`train_manual(1, 2, 3, 4)`, was not run" in merged.notes[1]
+    assert len(merged.notes) == 2  # nothing said missing: the file defines forward_backward
+
+
+def test_a_definition_above_the_import_is_replaced_by_it(assignment: Assignment) -> None:
+    cell = code(
+        "# part: manual_backprop\ndef forward_backward(x, y, w1, w2):\n    return 'draft'\n"
+        "from manual_backprop import forward_backward\nLEARNING_RATE = 1e-6\n"
+    )
+    merged = extract(assignment, cell, files={"manual_backprop.py": OWN_FILE.encode()})
+    assert run_built(merged, "manual_backprop.py")["forward_backward"](1, 2, 3, 4) == "file"
+    assert "'draft'" not in built(merged, "manual_backprop.py")
+    assert "what the cell defines (LEARNING_RATE) replaces" in merged.notes[0]
+
+
+@pytest.mark.parametrize(
+    "line", ["import manual_backprop", "from manual_backprop import *"], ids=["module", "star"]
+)
+def test_any_import_of_the_own_module_runs_the_file_first(
+    assignment: Assignment, line: str
+) -> None:
+    cell = code(f"# part: manual_backprop\n{line}\nLEARNING_RATE = 1e-6\n")
+    merged = extract(assignment, cell, files={"manual_backprop.py": OWN_FILE.encode()})
+    namespace = run_built(merged, "manual_backprop.py")
+    assert namespace["forward_backward"](1, 2, 3, 4) == "file"
+    assert namespace["LEARNING_RATE"] == 1e-6
+    assert "graded manual_backprop.py followed by the definitions" in merged.notes[0]
+
+
+@pytest.mark.parametrize(
+    ("own_file", "docstring"),
+    [
+        (OWN_FILE, "Manual backprop, as submitted."),
+        ("def forward_backward(x, y, w1, w2):\n    return 'file'\n", None),
+    ],
+    ids=["docstring-and-future", "neither"],
+)
+def test_the_cells_future_imports_go_below_the_files_docstring(
+    assignment: Assignment, own_file: str, docstring: str | None
+) -> None:
+    cell = code(
+        "# part: manual_backprop\nfrom __future__ import annotations\n"
+        "from manual_backprop import forward_backward\n"
+        "def train_manual(x: Later) -> Later:\n    return x\n"
+    )
+    merged = extract(assignment, cell, files={"manual_backprop.py": own_file.encode()})
+    namespace = run_built(merged, "manual_backprop.py")  # `Later` is never evaluated
+    assert namespace["train_manual"](5) == 5
+    assert namespace["forward_backward"](1, 2, 3, 4) == "file"
+    assert namespace.get("__doc__") == docstring  # still the module's docstring
+
+
+def test_feedback_points_at_the_file_or_the_cell_the_line_came_from(
+    assignment: Assignment,
+) -> None:
+    own_file = (
+        '"""Doc."""\nfrom __future__ import annotations\n\n'
+        "def forward_backward():\n    raise ValueError('file')\n"
+    )
+    cell = code(
+        "# part: manual_backprop\nfrom __future__ import annotations\n"
+        "from manual_backprop import forward_backward\n\n"
+        "def train_manual():\n    raise ValueError('cell')\n"
+    )
+    merged = extract(assignment, cell, files={"manual_backprop.py": own_file.encode()})
+    text = built(merged, "manual_backprop.py")
+    origin = read_origin(text)
+    assert origin is not None
+    sources = {"manual_backprop.py": own_file.split("\n"), "cell 1": cell.source.split("\n")}
+    mapped = 0
+    for number, line in enumerate(text.split("\n"), start=1):
+        found = origin.locate(number)
+        if found is not None:
+            label, source_line = found
+            assert line == sources[" ".join(label.split()[:2])][source_line - 1]
+            mapped += 1
+    assert mapped == len(own_file.split("\n")) + 2  # the file, and train_manual's two lines
+    namespace = run_built(merged, "manual_backprop.py")
+    frames = []
+    for function in ("forward_backward", "train_manual"):
+        with pytest.raises(ValueError) as error:
+            namespace[function]()
+        raised = traceback.extract_tb(error.value.__traceback__)[-1].lineno
+        frame = f'File "/tmp/job/submission/manual_backprop.py", line {raised}, in {function}'
+        frames.append(point_at_cells(frame, {"manual_backprop.py": origin}))
+    assert frames == [
+        'File "/tmp/job/submission/manual_backprop.py", line 5, in forward_backward',
+        'File "notebook cell 1 (`# part: manual_backprop`)", line 6, in train_manual',
+    ]
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("bad (line 12 of manual_backprop.py).", "bad (line 9 of manual_backprop.py)."),
+        (
+            "manual_backprop.py has a syntax error on line 5: x",
+            "manual_backprop.py has a syntax error on line 2: x",
+        ),
+        ("Found: line 13: .backward; line 19: x", "Found: line 10: .backward; line 19: x"),
+        (
+            "manual_backprop.py failed to import: NameError (line 17 of manual_backprop.py).",
+            "The part's code (manual_backprop.py and the notebook's definitions) failed to run: "
+            "NameError (line 4 of notebook cell 4 (`# part: manual_backprop`)).",
+        ),
+    ],
+    ids=["runtime", "syntax", "static-rule", "import-failure"],
+)
+def test_point_at_cells_keeps_lines_of_the_own_file_in_the_file(
+    message: str, expected: str
+) -> None:
+    origin = NotebookOrigin(
+        runs=((4, 10, 0, 1), (16, 2, 4, 3)),
+        labels={0: "manual_backprop.py", 4: "cell 4 (`# part: manual_backprop`)"},
+    )
+    maps = {"manual_backprop.py": origin}
+    assert point_at_cells(message + " (manual_backprop.py)", maps, "manual_backprop.py") == (
+        expected + " (manual_backprop.py)"
+    )
+
+
+def test_an_unreadable_own_file_is_the_parts_problem(assignment: Assignment) -> None:
+    cell = code("# part: manual_backprop\nfrom manual_backprop import forward_backward\nA = 1\n")
+    merged = extract(assignment, cell, files={"manual_backprop.py": b"x = '\xff'\n"})
+    origin = read_origin(built(merged, "manual_backprop.py"))
+    problem = "manual_backprop.py is not valid UTF-8 at byte 5; save it as UTF-8 in your editor."
+    assert origin is not None and origin.problem == problem
+    assert merged.notes == [f"manual_backprop: {problem}"]
+
+
+def test_the_digest_follows_the_file_the_cell_imports(
+    assignment: Assignment, tmp_path: Path
+) -> None:
+    cell = code("# part: manual_backprop\nfrom manual_backprop import forward_backward\nA = 1\n")
+    digests = []
+    for index, own_file in enumerate([OWN_FILE, OWN_FILE + "# edited\n"]):
+        folder = tmp_path / f"upload{index}"
+        folder.mkdir()
+        (folder / "manual_backprop.py").write_text(own_file, encoding="utf-8")
+        (folder / "walkthrough.ipynb").write_bytes(notebook_bytes(cell))
+        prepared = prepare_submission(folder, assignment, tmp_path / f"prepared{index}")
+        assert prepared.sources["manual_backprop"] == "notebook"
+        assert prepared.problems == {}
+        assert own_file in prepared.files["manual_backprop.py"].read_text(encoding="utf-8")
+        digests.append(prepared.sha256)
+    assert digests[0] != digests[1]
 
 
 def test_demo_statements_in_the_part_cell_are_not_run_and_said_so(

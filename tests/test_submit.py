@@ -97,13 +97,21 @@ def test_file_that_does_not_compile_is_an_error_and_writes_no_zip(starter_kit: P
 def test_notebook_code_is_submitted_and_the_rule_is_printed(starter_kit: Path) -> None:
     notebook = starter_kit / KIT_ASSIGNMENT / NOTEBOOK
     reference = (SOLUTIONS_DIR / "autograd_loop.py").read_text(encoding="utf-8")
-    notebook_with_part_code(notebook, {"autograd_loop": reference}, notebook)
+    # The manual_backprop cell keeps its import and adds a line: the .py file still counts.
+    kept_import = "from manual_backprop import forward_backward, train_manual\nLR = 1e-6\n"
+    codes = {"autograd_loop": reference, "manual_backprop": kept_import}
+    notebook_with_part_code(notebook, codes, notebook)
     process = run_kit_cli("submit", cwd=starter_kit)
     assert process.returncode == 0, process.stderr
     output = flat(process.stdout)
     assert (
         "autograd_loop will be graded from the cell marked part:autograd_loop in "
         "walkthrough.ipynb, not from autograd_loop.py (notebook code wins" in output
+    )
+    assert "manual_backprop will be graded from the cell" not in output
+    assert (
+        "note: manual_backprop: graded manual_backprop.py followed by the definitions in the "
+        "notebook cell marked part:manual_backprop" in output
     )
     warnings = output.split("warning: still not implemented")[1]
     assert "autograd_loop" not in warnings and "manual_backprop" in warnings

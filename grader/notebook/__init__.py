@@ -3,8 +3,10 @@
 The convention (also in the student README): a code cell belongs to a part when it carries
 the cell tag `part:<part_id>` or its first line is the marker comment `# part: <part_id>`.
 The walkthrough ships one such cell per part that only imports from the part's .py file;
-a cell that does nothing but that means "grade the .py file". A marked cell with real code
-replaces the part's .py file entirely (notebook code wins), and the grader says so.
+a cell that does nothing but that means "grade the .py file". A marked cell with more code
+that still imports from the part's own module is graded as Jupyter runs it: the .py file,
+then the cell's code, whose definitions replace the file's. Any other marked cell with real
+code replaces the part's .py file entirely (notebook code wins). The grader says which.
 
 The model (docs/notebooks.md): the part's file is built as Jupyter would have run the
 notebook down to the part's last marked cell, without its demos. From the part's own cells,

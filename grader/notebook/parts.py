@@ -18,6 +18,7 @@ from grader.notebook.cells import (
 )
 from grader.notebook.origin import render_part_file
 from grader.notebook.statements import ParsedCell, Statement, parse_cell
+from grader.source_check import decode_source
 
 
 @dataclass(frozen=True)
@@ -40,17 +41,16 @@ def _build_part(
     own: list[ParsedCell],
     above: list[ParsedCell],
     file_present: bool,
+    own_file: str | None,
 ) -> _PartCode:
-    """The part's file: its own cells' definitions and what they need from the cells above."""
+    """The part's file: its own cells' definitions and what they need from the cells above.
+
+    `own_file` is the part's .py file, decoded, when the cells import it (None otherwise): in
+    Jupyter that import runs the file, so the file's code comes first and the cells' code
+    after it, where a definition replaces the file's one of the same name.
+    """
     own_module = part.module
-    notes = [
-        f"{part.id}: graded the code in the notebook cell marked part:{part.id}; "
-        + (
-            f"{part.file} was ignored (notebook code wins over the .py file)."
-            if file_present
-            else f"there is no {part.file}."
-        )
-    ]
+    notes: list[str] = []
     kept: list[Statement] = []
     dropped_here: list[Statement] = []
     verbatim: list[ParsedCell] = []
@@ -64,6 +64,10 @@ def _build_part(
         for statement in parsed.statements:
             if statement.imports_from == own_module:
                 own_names |= statement.imported_names - {"*"}
+                if own_file is not None:
+                    # In Jupyter the import replaces what the cells defined above it.
+                    replaced = statement.imported_names
+                    kept = [s for s in kept if not s.binds or not s.binds <= replaced]
             elif statement.future:
                 continue  # lifted to the top of the file
             elif statement.definition and statement.text.strip() != DROPPED:
@@ -80,8 +84,11 @@ def _build_part(
             "not run: the grader runs only definitions (imports, def, class, assignments) from "
             "notebook cells. Keep experiments in unmarked cells."
         )
-    carried, unresolved = _slice(part, kept, above)
-    defined = set().union(*(s.binds for s in kept), *(s.binds for s in carried))
+    notes.insert(0, _graded_note(part, kept, file_present, own_file is not None))
+    # With the file run first, the names the cells import from it are bound, as in Jupyter.
+    bound = own_names if own_file is not None else set()
+    carried, unresolved = _slice(part, kept, above, bound)
+    defined = bound.union(*(s.binds for s in kept), *(s.binds for s in carried))
     missing = sorted(own_names - defined)
     if missing:
         notes.append(
@@ -93,14 +100,40 @@ def _build_part(
     unresolved_notes, missing_names = _unresolved(part, unresolved, above + own)
     notes.extend(unresolved_notes)
     cells = {p.cell.number: p.cell for p in [*above, *own]}
-    text = render_part_file(part, carried + kept, verbatim, [*above, *own], cells, missing_names)
+    text = render_part_file(
+        part, carried + kept, verbatim, [*above, *own], cells, missing_names, own_file=own_file
+    )
     return _PartCode(text, notes)
 
 
+def _graded_note(part: Part, kept: list[Statement], file_present: bool, file_first: bool) -> str:
+    """What the part was graded from: the cells' code alone, or the .py file and then it."""
+    if not file_first:
+        return f"{part.id}: graded the code in the notebook cell marked part:{part.id}; " + (
+            f"{part.file} was ignored (notebook code wins over the .py file)."
+            if file_present
+            else f"there is no {part.file}."
+        )
+    names = sorted(set().union(*(s.binds for s in kept)))
+    listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return (
+        f"{part.id}: graded {part.file} followed by the definitions in the notebook cell marked "
+        f"part:{part.id}, as Jupyter runs that cell: its import of {part.module} runs the file, "
+        + (
+            f"then what the cell defines ({listed}) replaces anything of the same name."
+            if names
+            else "and the cell defines nothing more."
+        )
+    )
+
+
 def _slice(
-    part: Part, kept: list[Statement], above: list[ParsedCell]
+    part: Part, kept: list[Statement], above: list[ParsedCell], bound: set[str]
 ) -> tuple[list[Statement], set[str]]:
-    """The definitions above that `kept` needs, transitively; and the names none provides."""
+    """The definitions above that `kept` needs, transitively; and the names none provides.
+
+    Names in `bound` are already provided (by the part's own .py file) and looked for in no cell.
+    """
     own_module = part.module
     providers: dict[str, list[Statement]] = {}
     for parsed in above:
@@ -113,7 +146,7 @@ def _slice(
                 providers.setdefault(name, []).append(statement)
     chosen: set[int] = set()  # ids of carried statements
     carried: list[Statement] = []
-    seen: set[str] = set().union(*(s.binds for s in kept))
+    seen: set[str] = set(bound).union(*(s.binds for s in kept))
     pending = [name for s in kept for name in s.uses]
     unresolved: set[str] = set()
     while pending:
@@ -186,10 +219,24 @@ def _only_imports_own_files(cells: Iterable[ParsedCell], own_modules: set[str]) 
     )
 
 
+def _imported_file(
+    part: Part, own: list[ParsedCell], file_sources: dict[str, bytes]
+) -> tuple[str | None, str]:
+    """The part's .py file, decoded, when its cells import the part's module and it was
+    submitted (running the cell in Jupyter runs the file); else None. The second value says
+    why the file cannot be read as Python source, if so (Jupyter's import would fail too)."""
+    data = file_sources.get(part.file)
+    if data is None or not any(s.imports_from == part.module for p in own for s in p.statements):
+        return None, ""
+    text, problem = decode_source(part.file, data)
+    return (None, problem) if problem else (text, "")
+
+
 def merge_notebook_parts(
     data: bytes, assignment: Assignment, file_sources: dict[str, bytes]
 ) -> NotebookParts:
-    """Merge a notebook's marked cells into `file_sources` (notebook code wins, with a note)."""
+    """Merge a notebook's marked cells into `file_sources`, with notes: notebook code wins,
+    after the part's .py file where the cells import it."""
     cells, notes = read_cells(data)
     code_cells, marked = _marked_cells(cells, assignment, notes)
     last_needed = max((indexes[-1] for indexes in marked.values()), default=-1)
@@ -206,12 +253,14 @@ def merge_notebook_parts(
             continue  # the walkthrough's default cell: grade the .py file
         origin[part.id] = "notebook"
         unusable = [p for p in own if p.cell.unusable or (p.problem and not p.syntax_line)]
+        own_file, problem = _imported_file(part, own, file_sources)
         if unusable:
-            # Notebook code still wins: the file holds only the header saying why.
             problem = (
                 f"The notebook {unusable[0].cell.label} marked part:{part.id} cannot be "
                 f"graded: {unusable[0].problem}."
             )
+        if problem:
+            # The part cannot be graded: the file holds only the header saying why.
             own_cells = {p.cell.number: p.cell for p in own}
             header = render_part_file(part, [], [], own, own_cells, {}, problem)
             sources[part.file] = header.encode()
@@ -219,7 +268,7 @@ def merge_notebook_parts(
             continue
         own_numbers = {p.cell.number for p in own}
         above = [p for p in parsed[: indexes[-1]] if p.cell.number not in own_numbers]
-        built = _build_part(part, own, above, part.file in file_sources)
+        built = _build_part(part, own, above, part.file in file_sources, own_file)
         sources[part.file] = built.text.encode("utf-8")
         notes.extend(built.notes)
         for p in above:
