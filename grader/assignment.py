@@ -51,6 +51,9 @@ class Limits:
     # a file that sleeps just under the per-test limit at import held a grade for parts x
     # tests x timeout_s (an hour in a batch) and still scored full marks.
     part_budget_s: float | None = None
+    # The platform's timeout for one whole grade (Gradescope's default: 10 minutes), which
+    # `validate` checks the parts' budgets against.
+    grade_timeout_s: float = 600.0
 
     @property
     def part_budget(self) -> float:

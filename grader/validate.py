@@ -73,6 +73,7 @@ def validate_assignment(name: str | None, *, device: str = "cpu", say: Say = pri
 
 def _validate(assignment: Assignment, findings: _Findings, *, device: str) -> None:
     findings.add(missing_files(assignment))
+    findings.add(limits_problems(assignment))
     if findings.problems:
         return
     findings.add(hidden_test_problems(assignment))
@@ -102,6 +103,26 @@ def missing_files(assignment: Assignment) -> Iterator[str]:
         yield f"no hidden tests: {assignment.hidden_tests_dir} is missing"
     if assignment.notebook and not (assignment.directory / assignment.notebook).is_file():
         yield f"the manifest names the notebook {assignment.notebook}, which is missing"
+
+
+def limits_problems(assignment: Assignment) -> Iterator[str]:
+    """Time limits that cannot hold: a grade must end before the platform stops it."""
+    limits = assignment.limits
+    if not (limits.timeout_s > 0 and limits.part_budget > 0 and limits.grade_timeout_s > 0):
+        yield "[limits]: timeout_s, part_budget_s and grade_timeout_s must be positive seconds"
+        return
+    count = len(assignment.parts)
+    student_time = count * limits.part_budget
+    if student_time > limits.grade_timeout_s:
+        yield (
+            f"[limits]: {count} part{'s' if count != 1 else ''} x part_budget_s "
+            f"{limits.part_budget:g} s = {student_time:g} s of student code per grade, more "
+            "than grade_timeout_s "
+            f"{limits.grade_timeout_s:g} s (the platform's timeout for one grade; Gradescope's "
+            "default is 600), which would stop the grader before it writes its results: lower "
+            "part_budget_s (default twice timeout_s), or raise the platform's timeout and "
+            "grade_timeout_s with it"
+        )
 
 
 class _CollectionCheck:

@@ -48,11 +48,12 @@ def _server_module() -> Any:
 
 
 def test_the_timeout_override_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    limits = Limits(timeout_s=60)
+    limits = Limits(timeout_s=60, part_budget_s=90)
     monkeypatch.delenv(TIMEOUT_OVERRIDE_ENV, raising=False)
     assert limits_from_environment(limits) == limits
     monkeypatch.setenv(TIMEOUT_OVERRIDE_ENV, "2.5")
     assert limits_from_environment(limits).timeout_s == 2.5
+    assert limits_from_environment(limits).part_budget == 5.0
     for bad in ("soon", "0", "-3", "99999"):
         monkeypatch.setenv(TIMEOUT_OVERRIDE_ENV, bad)
         with pytest.raises(UsageError, match=TIMEOUT_OVERRIDE_ENV):

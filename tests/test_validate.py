@@ -143,3 +143,15 @@ def test_stubs_that_score_and_a_missing_lying_check_are_said(
         "graded, the stubs got 10/10 on part scale, expected 0: scale(x, f) matches the reference"
     )
     assert lines[-1] == f"demo: {LYING_UNAVAILABLE}"
+
+
+def test_part_budgets_past_the_platform_s_timeout(course: Path) -> None:
+    manifest = course / "assignments/demo/assignment.toml"
+    edit(manifest, "timeout_s = 60\n", "timeout_s = 60\npart_budget_s = 700\n")
+    (problem,) = problems_of(course)
+    assert problem.startswith(
+        "[limits]: 1 part x part_budget_s 700 s = 700 s of student code per grade, more "
+        "than grade_timeout_s 600 s"
+    )
+    edit(manifest, "part_budget_s = 700\n", "part_budget_s = 700\ngrade_timeout_s = 2400\n")
+    assert problems_of(course) == []

@@ -42,7 +42,8 @@ class SandboxSettings:
 
 
 def limits_from_environment(limits: Limits) -> Limits:
-    """`limits` with the per-test timeout from GRADER_TEST_TIMEOUT_S, when that is set."""
+    """`limits` with the per-test timeout from GRADER_TEST_TIMEOUT_S, when that is set, and
+    the part budget its default (twice that) rather than one made for the manifest's."""
     text = os.environ.get(TIMEOUT_OVERRIDE_ENV, "").strip()
     if not text:
         return limits
@@ -54,7 +55,7 @@ def limits_from_environment(limits: Limits) -> Limits:
         raise UsageError(
             f"{TIMEOUT_OVERRIDE_ENV}={text!r}: give the per-test time limit in seconds (0-3600]."
         )
-    return replace(limits, timeout_s=timeout)
+    return replace(limits, timeout_s=timeout, part_budget_s=None)
 
 
 def protections_notice(sandbox: dict[str, Any]) -> str:
