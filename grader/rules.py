@@ -73,9 +73,11 @@ DYNAMIC_ATTRIBUTES = frozenset(
         "get_field",  # string.Formatter: "0.f_locals" is an attribute path
         # A class's names for the positions of a match pattern: `case C(x)` reads them.
         "__match_args__",
-        # Annotations given as strings, evaluated as code.
+        # Annotations given as strings, evaluated as code; and annotations set as data, which
+        # evaluators reached indirectly (functools.singledispatch's register) evaluate.
         "get_type_hints",
         "ForwardRef",
+        "__annotations__",
         # Raw memory read through numpy, as ctypes would.
         "__array_interface__",
         "__array_struct__",
@@ -87,6 +89,14 @@ DYNAMIC_ATTRIBUTES = frozenset(
 FRAME_ATTRIBUTES = frozenset(
     {"__code__", "_getframe", "f_back", "f_globals", "f_locals", "gi_frame", "tb_frame"}
     | {"_current_frames", "walk_stack", "walk_tb", "curframe_locals", "CodeType"}
+    # Every class in the process, from `object` down: the probe's recorders among them.
+    | {"__subclasses__"}
+)
+# Work done in another process, which the run-time checks (in this one) never see.
+PROCESS_ATTRIBUTES = frozenset(
+    {"fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "popen", "multiprocessing"}
+    | {"spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe"}
+    | {"ProcessPoolExecutor"}
 )
 # Modules that turn a string or bytes into any object by name (pickle's GLOBAL opcode,
 # pydoc.locate, ...) or run code built at run time.
@@ -289,6 +299,8 @@ def _attribute_use(attribute: str, rule: Rule) -> str:
         return f".{attribute} (attributes looked up by name)"
     if attribute in FRAME_ATTRIBUTES:
         return f".{attribute} (frames and code objects)"
+    if attribute in PROCESS_ATTRIBUTES:
+        return f".{attribute} (work in another process, which run-time checks do not see)"
     return ""
 
 

@@ -84,6 +84,15 @@ NO_AUTOGRAD = Rule(
         ("from unittest import mock", "import of unittest.mock"),
         ("hints = typing.get_type_hints(f)", ".get_type_hints"),
         ("from typing import ForwardRef", "import of typing.ForwardRef"),
+        # Annotations set as data (functools.singledispatch evaluates them), every class.
+        ("f.__annotations__ = {'x': text}", ".__annotations__"),
+        ("[c for c in object.__subclasses__()]", ".__subclasses__"),
+        # Work in a child process, which the run-time checks never see.
+        ("pid = os.fork()", ".fork"),
+        ("from os import posix_spawn", "import of os.posix_spawn"),
+        ("os.system('python -c ...')", ".system"),
+        ("import torch.multiprocessing as mp", "import of torch.multiprocessing"),
+        ("from concurrent.futures import ProcessPoolExecutor", "import of concurrent.futures"),
     ],
 )
 def test_forbidden_and_dynamic_uses_are_found(source: str, found: str) -> None:
