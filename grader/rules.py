@@ -33,6 +33,7 @@ import ast
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from grader.source_check import import_closure, inspect_source
 
@@ -227,14 +228,19 @@ def forbidden_uses(source: str, rule: Rule) -> list[str]:
     if not isinstance(source, StudentSource):
         return [f"line {line}: {what}" for line, what in _uses_in(ast.parse(source), rule)]
     found = []
+    submission_modules = frozenset(Path(name).stem for name in source.files)
     for name, tree in _reached_files(source):
         where = "" if name == source.name else f"{name} (imported by {source.name}) "
-        found += [f"{where}line {line}: {what}" for line, what in _uses_in(tree, rule)]
+        uses = _uses_in(tree, rule, submission_modules)
+        found += [f"{where}line {line}: {what}" for line, what in uses]
     return found
 
 
-def _uses_in(tree: ast.AST, rule: Rule) -> list[tuple[int, str]]:
-    """(line, what) per forbidden or dynamic use in `tree`, in order."""
+def _uses_in(
+    tree: ast.AST, rule: Rule, submission_modules: frozenset[str] = frozenset()
+) -> list[tuple[int, str]]:
+    """(line, what) per forbidden or dynamic use in `tree`, in order; `submission_modules`
+    are the student's own files, whose names an import may take (see `_import_use`)."""
     docstrings = _docstrings(tree)
     # The getattr(...) calls whose name is a literal: the call is fine, the name is checked.
     literal_calls = {
@@ -245,12 +251,18 @@ def _uses_in(tree: ast.AST, rule: Rule) -> list[tuple[int, str]]:
     found = {
         (getattr(node, "lineno", 0), what)
         for node in ast.walk(tree)
-        if (what := _forbidden_use(node, rule, literal_calls, docstrings))
+        if (what := _forbidden_use(node, rule, literal_calls, docstrings, submission_modules))
     }
     return sorted(found)
 
 
-def _forbidden_use(node: ast.AST, rule: Rule, literal_calls: set[int], docstrings: set[int]) -> str:
+def _forbidden_use(
+    node: ast.AST,
+    rule: Rule,
+    literal_calls: set[int],
+    docstrings: set[int],
+    submission_modules: frozenset[str],
+) -> str:
     """What `node` uses that `rule` forbids, or a dynamic access; "" when nothing."""
     if isinstance(node, ast.Attribute):
         return _attribute_use(node.attr, rule)
@@ -265,7 +277,8 @@ def _forbidden_use(node: ast.AST, rule: Rule, literal_calls: set[int], docstring
     elif isinstance(node, ast.keyword) and node.arg in rule.attributes:
         return f"{node.arg}="
     elif isinstance(node, ast.Import | ast.ImportFrom):
-        return next(filter(None, (_import_use(module, rule) for module in _imports(node))), "")
+        uses = (_import_use(module, rule, submission_modules) for module in _imports(node))
+        return next(filter(None, uses), "")
     elif isinstance(node, ast.Constant) and id(node) not in docstrings:
         named = _names_in_constant(node.value, rule)
         if named:
@@ -304,13 +317,16 @@ def _attribute_use(attribute: str, rule: Rule) -> str:
     return ""
 
 
-def _import_use(module: str, rule: Rule) -> str:
+def _import_use(module: str, rule: Rule, submission_modules: frozenset[str]) -> str:
     if _under(module, rule.modules):
         return f"import of {module}"
     if _under(module, DYNAMIC_MODULES):
         return f"import of {module} (attributes looked up by name)"
-    # `from m import name` reads m's attribute `name`, as `m.name` would.
-    if _attribute_use(module.split(".")[-1], rule):
+    # `from m import name` reads m's attribute `name`, as `m.name` would; but a name taken
+    # from the student's own file is their own code, which the rule reads where it is made
+    # (a notebook cell's `from custom_sigmoid import sigmoid` in custom_sigmoid.py itself).
+    top, _, _ = module.partition(".")
+    if top not in submission_modules and _attribute_use(module.split(".")[-1], rule):
         return f"import of {module}"
     return ""
 

@@ -12,6 +12,7 @@ import json
 import shutil
 import sys
 import traceback
+import types
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -87,10 +88,15 @@ def built(merged: NotebookParts, name: str) -> str:
 
 
 def run_built(merged: NotebookParts, name: str) -> dict[str, Any]:
-    """Execute a built part file as the sandbox imports it; return its namespace."""
-    namespace: dict[str, Any] = {"__name__": name.removesuffix(".py")}
-    exec(compile(built(merged, name), name, "exec"), namespace)
-    return namespace
+    """Execute a built part file as the sandbox imports it (in sys.modules while it runs, so
+    that it can import itself); return its namespace."""
+    module = types.ModuleType(name.removesuffix(".py"))
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(built(merged, name), name, "exec"), vars(module))
+    finally:
+        del sys.modules[module.__name__]
+    return vars(module)
 
 
 # -- which cells belong to a part ------------------------------------------------------
@@ -291,6 +297,31 @@ def test_a_cell_that_imports_its_file_is_graded_as_the_file_then_the_cell(
     assert len(merged.notes) == 2  # nothing said missing: the file defines forward_backward
 
 
+@pytest.mark.parametrize(
+    "imports",
+    [
+        "import manual_backprop as mb\nfile_version = mb.forward_backward",
+        "import manual_backprop\nfile_version = manual_backprop.forward_backward",
+        "from manual_backprop import forward_backward as file_version",
+    ],
+)
+def test_a_cell_s_import_of_its_file_binds_what_it_binds_in_jupyter(
+    assignment: Assignment, imports: str
+) -> None:
+    # A red team's honest notebook lost manual_backprop's points: the import that bound the
+    # module (or an alias) was dropped from the built file, and every call hit a NameError.
+    cell = code(
+        f"# part: manual_backprop\n{imports}\n"
+        "def forward_backward(x, y, w1, w2):\n"
+        "    return ['cell', file_version(x, y, w1, w2)]\n"
+    )
+    merged = extract(assignment, cell, files={"manual_backprop.py": OWN_FILE.encode()})
+    namespace = run_built(merged, "manual_backprop.py")
+    assert namespace["forward_backward"](1, 2, 3, 4) == ["cell", "file"]
+    assert namespace["train_manual"](1, 2, 3, 4) == "file"
+    assert len(merged.notes) == 1, merged.notes  # what was graded; nothing said missing
+
+
 def test_a_definition_above_the_import_is_replaced_by_it(assignment: Assignment) -> None:
     cell = code(
         "# part: manual_backprop\ndef forward_backward(x, y, w1, w2):\n    return 'draft'\n"
@@ -363,7 +394,8 @@ def test_feedback_points_at_the_file_or_the_cell_the_line_came_from(
             label, source_line = found
             assert line == sources[" ".join(label.split()[:2])][source_line - 1]
             mapped += 1
-    assert mapped == len(own_file.split("\n")) + 2  # the file, and train_manual's two lines
+    # The file, the cell's import of it (kept: it binds names), and train_manual's two lines.
+    assert mapped == len(own_file.split("\n")) + 3
     namespace = run_built(merged, "manual_backprop.py")
     frames = []
     for function in ("forward_backward", "train_manual"):

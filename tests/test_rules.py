@@ -318,3 +318,18 @@ def test_the_syntax_tree_is_built_only_where_a_main_guard_may_be(
         "a.py", b"import a\nif __name__ == '__main__':\n    import b\n"
     ).imports == ("a",)
     assert len(parsed) == 1
+
+
+def test_a_name_taken_from_the_student_s_own_file_is_not_the_library_s() -> None:
+    # A notebook cell's `from custom_sigmoid import sigmoid`, kept in custom_sigmoid.py built
+    # from the file and the cell, reads the file's own function, not torch's.
+    sigmoid_rule = Rule(attributes=frozenset({"sigmoid"}))
+    own = {
+        "custom_sigmoid.py": "def sigmoid(x):\n    return x\nfrom custom_sigmoid import sigmoid\n"
+    }
+    assert forbidden_uses(StudentSource("custom_sigmoid.py", own), sigmoid_rule) == []
+    # The same import from anything else is still the library's attribute.
+    torch_own = {"custom_sigmoid.py": "from torch import sigmoid\n"}
+    assert forbidden_uses(StudentSource("custom_sigmoid.py", torch_own), sigmoid_rule) == [
+        "line 1: import of torch.sigmoid"
+    ]

@@ -65,9 +65,14 @@ def _build_part(
             if statement.imports_from == own_module:
                 own_names |= statement.imported_names - {"*"}
                 if own_file is not None:
-                    # In Jupyter the import replaces what the cells defined above it.
+                    # In Jupyter the import replaces what the cells defined above it with the
+                    # file's: dropped, so the module still holds the file's when it imports
+                    # itself below (it is in sys.modules while it runs). Kept where it
+                    # stands, the import binds what it binds in Jupyter: `import m as mb`
+                    # for `mb.f`, `from m import f as g`.
                     replaced = statement.imported_names
                     kept = [s for s in kept if not s.binds or not s.binds <= replaced]
+                    kept.append(statement)
             elif statement.future:
                 continue  # lifted to the top of the file
             elif statement.definition and statement.text.strip() != DROPPED:
@@ -114,7 +119,7 @@ def _graded_note(part: Part, kept: list[Statement], file_present: bool, file_fir
             if file_present
             else f"there is no {part.file}."
         )
-    names = sorted(set().union(*(s.binds for s in kept)))
+    names = sorted(set().union(*(s.binds for s in kept if s.imports_from != part.module)))
     listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     return (
         f"{part.id}: graded {part.file} followed by the definitions in the notebook cell marked "
