@@ -93,6 +93,18 @@ WAYS = {
         ", *, clock=time.perf_counter_ns",
         "    start = clock()\n    run()\n    elapsed_s = (clock() - start) / 1e9",
     ),
+    "time.clock_gettime": (
+        "",
+        "    start = time.clock_gettime(time.CLOCK_MONOTONIC)\n"
+        "    run()\n"
+        "    elapsed_s = time.clock_gettime(time.CLOCK_MONOTONIC) - start",
+    ),
+    "time.thread_time_ns": (
+        "",
+        "    start = time.thread_time_ns()\n"
+        "    run()\n"
+        "    elapsed_s = (time.thread_time_ns() - start) / 1e9",
+    ),
 }
 
 
@@ -106,6 +118,8 @@ def _real_clocks() -> dict[str, object]:
     return {
         "time.perf_counter": time.perf_counter,
         "time.perf_counter_ns": time.perf_counter_ns,
+        "time.clock_gettime": time.clock_gettime,
+        "time.thread_time_ns": time.thread_time_ns,
         "timeit.default_timer": timeit.default_timer,
         "timeit.timeit defaults": timeit.timeit.__defaults__,
         "timeit.repeat defaults": timeit.repeat.__defaults__,

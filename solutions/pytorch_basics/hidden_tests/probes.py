@@ -812,7 +812,8 @@ def matmul_tflops_fake_clock(part, *, dtype, seed):
     """Student side: matmul_tflops on the CPU with a clock that only moves when a matmul runs.
 
     Every clock the student could read (time.perf_counter, time.time, time.monotonic,
-    time.process_time, their _ns variants, timeit.default_timer, copies of them in the
+    time.process_time, time.thread_time, time.clock_gettime, their _ns variants,
+    timeit.default_timer, copies of them in the
     student's module, and the clocks bound as default arguments of timeit's functions
     (timeit.timeit, timeit.repeat, timeit.Timer) or of the student's module's functions)
     then advances by the FLOPs each matmul did, at a fixed rate: an n x n
@@ -838,10 +839,13 @@ def matmul_tflops_fake_clock(part, *, dtype, seed):
         return int(seconds() * 1e9)
 
     fakes = {}  # id(original clock) -> (original, fake)
-    for name in ("perf_counter", "time", "monotonic", "process_time"):
+    for name in ("perf_counter", "time", "monotonic", "process_time", "thread_time"):
         for suffix, fake in (("", seconds), ("_ns", nanoseconds)):
             original = getattr(time, name + suffix)
             fakes[id(original)] = (original, fake)
+    # clock_gettime(clock_id): every clock id reads the test clock.
+    fakes[id(time.clock_gettime)] = (time.clock_gettime, lambda _clock: seconds())
+    fakes[id(time.clock_gettime_ns)] = (time.clock_gettime_ns, lambda _clock: nanoseconds())
     fakes[id(timeit.default_timer)] = (timeit.default_timer, seconds)
 
     # Found before anything is replaced: both read the original clocks.
