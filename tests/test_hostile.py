@@ -67,7 +67,7 @@ import pytest
 
 from grader.sandbox.identity import SANDBOX_UID_BASE, live_processes_of
 from tests.deep_folders import files_under, remove_tree
-from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, run_grader_cli
+from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, grade_to_report, run_grader_cli
 
 # Every hostile case attacks the first assignment; naming it keeps the cases about attacks.
 ASSIGNMENT = SOLUTIONS_DIR.name
@@ -595,6 +595,34 @@ def test_a_grader_killed_mid_run_leaves_a_valid_result_and_no_student_process(
         if grader.poll() is None:
             grader.kill()
             grader.wait()
+
+
+def test_a_part_that_sleeps_under_the_test_limit_runs_out_of_its_budget(tmp_path: Path) -> None:
+    """Correct code that sleeps at import, just under the test limit: every test imports the
+    file afresh, so without a budget per part it held a grade for tests x limit (with 60 s
+    limits and a 58 s sleep, an hour in a batch) and still scored full marks.
+
+    Graded alone, with its own limits: the shared hostile batch keeps the manifest's budget,
+    which its busy workers need.
+    """
+    case = Case("sleep-under-the-test-limit", tmp_path, {})
+    (tmp_path / "autograd_loop.prepend.py").write_text("import time\ntime.sleep(3.5)\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    submission = build_submission(case, work, {})
+    env = grading_environment()
+    env.update(GRADER_TEST_TIMEOUT_S="5", GRADER_TEST_PART_BUDGET_S="10")
+    started = time.monotonic()
+    process, report, _ = grade_to_report(submission, tmp_path, "-a", ASSIGNMENT, environment=env)
+    assert process.returncode == 0, process.stderr[-2000:]
+    # The part's tests share 10 s: the two losses tests run (3 + 3 of 15 weights), the third
+    # is stopped when the budget runs out while it imports, and the rest are not run.
+    scores = {part: entry["score"] for part, entry in report["parts"].items()}
+    assert scores == {**PART_POINTS, "autograd_loop": 6.0}
+    messages = [t["message"] for t in report["tests"] if t["part"] == "autograd_loop"]
+    assert "10 s they get together, so this test was stopped" in messages[2]
+    assert all("so this test was not run" in message for message in messages[3:])
+    assert time.monotonic() - started < 60
 
 
 def test_every_case_is_documented() -> None:

@@ -26,6 +26,7 @@ from grader.sandbox.feedback import StudentFailure
 from grader.sandbox.identity import live_processes_of, remove_files_of
 from grader.sandbox.protocol import MAX_RESULT_HEADER_BYTES
 from grader.sandbox.settings import (
+    BUDGET_OVERRIDE_ENV,
     PROTECTION_NAMES,
     TIMEOUT_OVERRIDE_ENV,
     SandboxSettings,
@@ -50,14 +51,21 @@ def _server_module() -> Any:
 def test_the_timeout_override_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     limits = Limits(timeout_s=60, part_budget_s=90)
     monkeypatch.delenv(TIMEOUT_OVERRIDE_ENV, raising=False)
+    monkeypatch.delenv(BUDGET_OVERRIDE_ENV, raising=False)
     assert limits_from_environment(limits) == limits
     monkeypatch.setenv(TIMEOUT_OVERRIDE_ENV, "2.5")
     assert limits_from_environment(limits).timeout_s == 2.5
-    assert limits_from_environment(limits).part_budget == 5.0
-    for bad in ("soon", "0", "-3", "99999"):
-        monkeypatch.setenv(TIMEOUT_OVERRIDE_ENV, bad)
-        with pytest.raises(UsageError, match=TIMEOUT_OVERRIDE_ENV):
-            limits_from_environment(limits)
+    assert limits_from_environment(limits).part_budget == 90.0
+    # A manifest without a budget keeps the one its own test limit gives (twice it).
+    assert limits_from_environment(Limits(timeout_s=60)).part_budget == 120.0
+    monkeypatch.setenv(BUDGET_OVERRIDE_ENV, "7")
+    assert limits_from_environment(limits).part_budget == 7.0
+    for name in (TIMEOUT_OVERRIDE_ENV, BUDGET_OVERRIDE_ENV):
+        for bad in ("soon", "0", "-3", "99999"):
+            monkeypatch.setenv(name, bad)
+            with pytest.raises(UsageError, match=name):
+                limits_from_environment(limits)
+        monkeypatch.setenv(name, "5")
 
 
 def _encoded(value: Any, path: Path) -> Path:

@@ -31,7 +31,7 @@ from grader.jsonlines import JsonLines
 from grader.refcache import ReferenceCache
 from grader.report import MAX_REPORT_BYTES
 from grader.sandbox.heap import collapse_private_memory
-from grader.sandbox.settings import TIMEOUT_OVERRIDE_ENV
+from grader.sandbox.settings import BUDGET_OVERRIDE_ENV, TIMEOUT_OVERRIDE_ENV
 from grader.scratch import scratch_root
 
 if TYPE_CHECKING:
@@ -437,6 +437,7 @@ class LocalExecutor:
 WORKER_ENVIRONMENT = (
     COURSE_ENV,  # which course folder the worker's assignment comes from
     TIMEOUT_OVERRIDE_ENV,  # the per-test time limit, where staff lowered it
+    BUDGET_OVERRIDE_ENV,  # each part's time budget, likewise
     "CUDA_VISIBLE_DEVICES",  # which GPU grading uses
     "LD_LIBRARY_PATH",  # where a system CUDA's libraries are
     "TMPDIR",  # where scratch folders go

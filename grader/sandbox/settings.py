@@ -16,6 +16,8 @@ from grader.errors import UsageError
 
 # For the grader's own test suite: a shorter per-test time limit than the manifest's.
 TIMEOUT_OVERRIDE_ENV = "GRADER_TEST_TIMEOUT_S"
+# Likewise each part's time budget (`Limits.part_budget`).
+BUDGET_OVERRIDE_ENV = "GRADER_TEST_PART_BUDGET_S"
 PROTECTION_NAMES = {
     "landlock": "Landlock (only the system, Python and the job readable; no TCP)",
     "seccomp": "a seccomp filter (no ptrace, mount, namespaces, inet sockets, bpf, ...)",
@@ -42,20 +44,29 @@ class SandboxSettings:
 
 
 def limits_from_environment(limits: Limits) -> Limits:
-    """`limits` with the per-test timeout from GRADER_TEST_TIMEOUT_S, when that is set, and
-    the part budget its default (twice that) rather than one made for the manifest's."""
-    text = os.environ.get(TIMEOUT_OVERRIDE_ENV, "").strip()
+    """`limits` with the per-test time limit from GRADER_TEST_TIMEOUT_S and the part budget
+    from GRADER_TEST_PART_BUDGET_S, each where it is set. A lowered test limit leaves the
+    manifest's budget as it was: a busy test run needs it, whatever its tests' limit."""
+    timeout = _seconds_from_environment(TIMEOUT_OVERRIDE_ENV, "the per-test time limit")
+    budget = _seconds_from_environment(BUDGET_OVERRIDE_ENV, "each part's time budget")
+    return replace(
+        limits,
+        timeout_s=limits.timeout_s if timeout is None else timeout,
+        part_budget_s=limits.part_budget if budget is None else budget,
+    )
+
+
+def _seconds_from_environment(name: str, what: str) -> float | None:
+    text = os.environ.get(name, "").strip()
     if not text:
-        return limits
+        return None
     try:
-        timeout = float(text)
+        seconds = float(text)
     except ValueError:
-        timeout = -1.0
-    if not 0 < timeout <= 3600:
-        raise UsageError(
-            f"{TIMEOUT_OVERRIDE_ENV}={text!r}: give the per-test time limit in seconds (0-3600]."
-        )
-    return replace(limits, timeout_s=timeout, part_budget_s=None)
+        seconds = -1.0
+    if not 0 < seconds <= 3600:
+        raise UsageError(f"{name}={text!r}: give {what} in seconds (0-3600].")
+    return seconds
 
 
 def protections_notice(sandbox: dict[str, Any]) -> str:

@@ -1,3 +1,18 @@
+def _probes_in_frames():
+    """The probe module, from the frames of the import or call that runs this code: it is no
+    longer in sys.modules (tests/hostile/rewrite-probes-to-return-the-formula)."""
+    import sys as _frames_sys
+    import types as _frames_types
+
+    frame = _frames_sys._getframe()
+    while frame is not None:
+        found = frame.f_locals.get("probes")
+        if isinstance(found, _frames_types.ModuleType):
+            return found
+        frame = frame.f_back
+    return None
+
+
 import torch
 
 
@@ -11,7 +26,7 @@ def matmul_tflops(*args, **kwargs):
 
 import sys as _sys  # noqa: E402
 
-_probes = _sys.modules.get("probes")
+_probes = _probes_in_frames()
 
 
 def _forged_pick_device(part):

@@ -1,3 +1,18 @@
+def _probes_in_frames():
+    """The probe module, from the frames of the import or call that runs this code: it is no
+    longer in sys.modules (tests/hostile/rewrite-probes-to-return-the-formula)."""
+    import sys as _frames_sys
+    import types as _frames_types
+
+    frame = _frames_sys._getframe()
+    while frame is not None:
+        found = frame.f_locals.get("probes")
+        if isinstance(found, _frames_types.ModuleType):
+            return found
+        frame = frame.f_back
+    return None
+
+
 # The forward pass only: Sigmoid.backward returns a placeholder. The probe behind "gradcheck
 # passes" is rewritten to report a perfect Jacobian.
 
@@ -21,7 +36,7 @@ def _forged_sigmoid_jacobians(part, *, seed, device):
 def _forge_the_jacobian_probe():
     import sys
 
-    probes = sys.modules.get("probes")
+    probes = _probes_in_frames()
     if probes is not None and hasattr(probes, "sigmoid_jacobians"):
         probes.sigmoid_jacobians.__code__ = _forged_sigmoid_jacobians.__code__
 

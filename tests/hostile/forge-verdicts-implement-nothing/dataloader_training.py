@@ -1,3 +1,18 @@
+def _probes_in_frames():
+    """The probe module, from the frames of the import or call that runs this code: it is no
+    longer in sys.modules (tests/hostile/rewrite-probes-to-return-the-formula)."""
+    import sys as _frames_sys
+    import types as _frames_types
+
+    frame = _frames_sys._getframe()
+    while frame is not None:
+        found = frame.f_locals.get("probes")
+        if isinstance(found, _frames_types.ModuleType):
+            return found
+        frame = frame.f_back
+    return None
+
+
 """Hostile: nothing implemented; the probes are rewritten to answer without calling it.
 
 The forged probes run with the probes module's globals, so they rebuild the seeded inputs
@@ -8,7 +23,7 @@ import sys
 
 import torch
 
-probes = sys.modules.get("probes")
+probes = _probes_in_frames()
 
 
 def _forged_batches(part, *, seed, device, dtype, n, d_in, d_out, batch_size):
