@@ -879,10 +879,10 @@ def _run_student(
         probe = getattr(probes, job["probe"])
         # Not a module student code can look up by name: every attack on the checks that
         # judge in this process (patch-probe-module, a probe rewritten to return what the
-        # test expects) began with sys.modules["probes"]. The probe keeps its own globals.
-        loaded = {id(probes), *map(id, state.probe_modules.values())}
-        for name in [name for name, module in sys.modules.items() if id(module) in loaded]:
-            del sys.modules[name]
+        # test expects) began with sys.modules["probes"], the one name probe files are
+        # loaded under. The probe keeps its own globals. (Not a scan of sys.modules: its
+        # iteration touches every module's reference count, 5 ms of copied pages a job.)
+        sys.modules.pop("probes", None)
         student_path = os.path.join(submission_dir, student_file)
         module = _load_module(module_name, student_path)
         os.write(PROGRESS_FD, b"imported\n")
