@@ -36,7 +36,7 @@ from grader.refcache import ReferenceCache
 from grader.results import Outcome, TestResult
 from grader.rules import StudentSource
 from grader.sandbox.client import PendingJob, Sandbox
-from grader.sandbox.feedback import StudentFailure
+from grader.sandbox.feedback import StudentFailure, StudentOutput
 from grader.seeds import hidden_seed
 from grader.source_check import CHECK_MEMORY_BYTES, too_complex
 from grader.submission import PreparedSubmission
@@ -207,12 +207,8 @@ class GradingSession:
                 self._timeouts[part.id] = self._timeouts.get(part.id, 0) + 1
                 if job.timeout_s < self.limits.timeout_s:
                     # Stopped by what was left of the part's budget, not the test's limit.
-                    budget = self.limits.part_budget
-                    failure = StudentFailure(
-                        "timeout",
-                        PART_BUDGET_MESSAGE.format(budget=budget, what="was stopped"),
-                        output=failure.output,
-                        at_import=failure.at_import,
+                    failure = self._over_budget(
+                        "was stopped", output=failure.output, at_import=failure.at_import
                     )
             if failure.at_import:
                 self._broken[part.id] = failure
@@ -222,6 +218,12 @@ class GradingSession:
 
     def _budget_left(self, part: Part) -> float:
         return self.limits.part_budget - self._spent.get(part.id, 0.0)
+
+    def _over_budget(
+        self, what: str, *, output: StudentOutput | None = None, at_import: bool = False
+    ) -> StudentFailure:
+        message = PART_BUDGET_MESSAGE.format(budget=self.limits.part_budget, what=what)
+        return StudentFailure("timeout", message, output=output, at_import=at_import)
 
     def _refuse_if_unrunnable(self, part: Part) -> None:
         if part.file not in self.submission.files:
@@ -233,10 +235,7 @@ class GradingSession:
         if part.id in self.submission.problems:
             raise StudentFailure("error", self.submission.problems[part.id])
         if self._budget_left(part) <= 0:
-            budget = self.limits.part_budget
-            raise StudentFailure(
-                "timeout", PART_BUDGET_MESSAGE.format(budget=budget, what="was not run")
-            )
+            raise self._over_budget("was not run")
         if part.id in self._broken:
             first = self._broken[part.id]
             raise StudentFailure(
