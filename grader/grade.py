@@ -9,7 +9,6 @@ import logging
 import os
 import platform
 import sys
-import tempfile
 import time
 import traceback
 from collections.abc import Iterator
@@ -32,7 +31,7 @@ from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
 from grader.sandbox.client import Sandbox
 from grader.sandbox.settings import SandboxSettings, limits_from_environment
 from grader.scoring import score_tests
-from grader.scratch import scratch_root
+from grader.scratch import scratch_folder
 from grader.seeds import grading_seed
 from grader.submission import PreparedSubmission, prepare_submission
 
@@ -242,10 +241,7 @@ def grade_submission(
     started = time.monotonic()
     seed = grading_seed(settings.seed)
     device = resolve_device(settings.device)
-    with tempfile.TemporaryDirectory(prefix="grader-", dir=scratch_root()) as temporary:
-        workdir = Path(temporary)
-        # Traversable (not listable) so the sandbox user can reach its own job folders.
-        workdir.chmod(0o711)
+    with scratch_folder("grader-") as workdir:
         owned = sandbox is None
         if sandbox is None:
             sandbox = Sandbox(
@@ -495,15 +491,14 @@ def grade_in_worker(path: Path, assignment: Assignment, settings: GradeSettings)
     which says why, if the worker could not grade.
     """
     from grader.batch.discovery import BatchItem
-    from grader.batch.run import scratch_folder
-    from grader.batch.workers import LocalExecutor, WorkerConfig
+    from grader.batch.workers import SCRATCH_PREFIX, LocalExecutor, WorkerConfig
     from grader.report import report_from_dict
 
     seed = grading_seed(settings.seed)
     device = resolve_device(settings.device)
     reports: list[dict[str, Any]] = []
     try:
-        with scratch_folder(stale=None) as scratch:
+        with scratch_folder(SCRATCH_PREFIX) as scratch:
             config = WorkerConfig(
                 assignment.id, device, seed, tuple(str(p) for p in settings.hide), str(scratch)
             )

@@ -19,11 +19,17 @@ small (Docker's default is 64 MiB) or absent, and wherever TMPDIR says otherwise
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 SHARED_MEMORY = Path("/dev/shm")
+# Every scratch folder's name starts so (grade's "grader-", batch's "grader-batch-").
+SCRATCH_PREFIX = "grader-"
 # Room for what a batch holds there at once: each worker's current job (a result file is
 # capped at the sandbox's max_file_mb, 64 MiB) and submission copies, many times over.
 MIN_FREE_BYTES = 1 << 30
@@ -46,3 +52,73 @@ def _roomy_tmpfs(path: Path) -> bool:
     except OSError:
         return False
     return kinds.get(str(path)) == "tmpfs" and stats.f_bavail * stats.f_frsize >= MIN_FREE_BYTES
+
+
+# Held, with an exclusive flock, by the process that made a scratch folder and by every process
+# it forks, for as long as any of them lives: a folder whose lock can be taken has no owner.
+OWNER_LOCK = ".owner"
+
+
+@contextlib.contextmanager
+def scratch_folder(prefix: str, root: Path | None = None) -> Iterator[Path]:
+    """A new folder in `root` (default `scratch_root()`), removed when the block ends.
+
+    A grade killed with SIGKILL cannot remove its folder, and on /dev/shm what it leaves
+    takes memory until the next reboot; so each new folder first sweeps the folders of its
+    root that no living process owns (see OWNER_LOCK).
+    """
+    root = root or scratch_root()
+    sweep_abandoned(root)
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+    # Traversable, not listable: the sandbox users reach their own job folders through it.
+    folder.chmod(0o711)
+    owner = os.open(folder / OWNER_LOCK, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(owner, fcntl.LOCK_EX)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.close(owner)
+
+
+def sweep_abandoned(root: Path) -> list[Path]:
+    """Remove the scratch folders in `root` that no living process owns; returns them.
+
+    Only this user's `grader-*` folders holding an owner lock are candidates: a folder made
+    by an older version, or one whose lock is being created, is left alone.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not _is_own_scratch(entry):
+            continue
+        try:
+            lock = os.open(
+                Path(entry.path) / OWNER_LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+            )
+        except OSError:
+            continue
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # held: its grade is still running
+        else:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+        finally:
+            os.close(lock)
+    return removed
+
+
+def _is_own_scratch(entry: os.DirEntry[str]) -> bool:
+    try:
+        return (
+            entry.name.startswith(SCRATCH_PREFIX)
+            and entry.is_dir(follow_symlinks=False)
+            and entry.stat(follow_symlinks=False).st_uid == os.geteuid()
+        )
+    except OSError:
+        return False

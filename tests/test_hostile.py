@@ -55,6 +55,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -66,6 +67,7 @@ from typing import Any
 import pytest
 
 from grader.sandbox.identity import SANDBOX_UID_BASE, live_processes_of
+from grader.scratch import scratch_folder
 from tests.deep_folders import files_under, remove_tree
 from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, grade_to_report, run_grader_cli
 
@@ -559,7 +561,10 @@ def test_a_grader_killed_mid_run_leaves_a_valid_result_and_no_student_process(
     submission = build_submission(case, work, {})
     results = tmp_path / "results.json"
     env = grading_environment()
-    env.update(PYTHONPATH=str(COURSE_ROOT), GRADER_TEST_TIMEOUT_S="300")
+    # Its scratch folder in a root of its own (traversable, as the sandbox users need).
+    scratch_root = Path(tempfile.mkdtemp(prefix="killed-grader-scratch-"))
+    scratch_root.chmod(0o711)
+    env.update(PYTHONPATH=str(COURSE_ROOT), GRADER_TEST_TIMEOUT_S="300", TMPDIR=str(scratch_root))
     command = [sys.executable, "-m", "grader", "grade", str(submission), "-a", ASSIGNMENT]
     grader = subprocess.Popen(
         [*command, "--results", str(results)],
@@ -591,10 +596,17 @@ def test_a_grader_killed_mid_run_leaves_a_valid_result_and_no_student_process(
         assert json.loads(results.read_text(encoding="utf-8")) == provisional
         assert provisional["score"] == 0
         assert any("grader_error" in test.get("tags", ()) for test in provisional["tests"])
+        # What the killed grade could not remove, the next grade's scratch folder sweeps.
+        left = [p for p in scratch_root.iterdir() if p.name.startswith("grader-")]
+        assert left, "the killed grader left no scratch folder: nothing was tested"
+        with scratch_folder("grader-", scratch_root) as fresh:
+            now = [p.name for p in scratch_root.iterdir() if p.name.startswith("grader-")]
+            assert now == [fresh.name]
     finally:
         if grader.poll() is None:
             grader.kill()
             grader.wait()
+        shutil.rmtree(scratch_root, ignore_errors=True)
 
 
 def test_a_part_that_sleeps_under_the_test_limit_runs_out_of_its_budget(tmp_path: Path) -> None:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from grader import scratch
+from grader.assignment import COURSE_ROOT
 
 
 @pytest.fixture
@@ -50,3 +54,49 @@ def test_tmpdir_names_the_place(
 ) -> None:
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     assert scratch.scratch_root() == tmp_path
+
+
+def _folder_of_a_killed_process(root: Path) -> Path:
+    """A scratch folder made in `root` by a process that was then killed with SIGKILL."""
+    script = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from grader.scratch import scratch_folder\n"
+        "with scratch_folder('grader-', Path(sys.argv[1])) as folder:\n"
+        "    print(folder, flush=True)\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", script, str(root)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(COURSE_ROOT)},
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    folder = Path(child.stdout.strip())
+    assert folder.parent == root and folder.is_dir()
+    return folder
+
+
+def test_a_new_folder_sweeps_those_no_living_process_owns(tmp_path: Path) -> None:
+    abandoned = _folder_of_a_killed_process(tmp_path)
+    (abandoned / "job").mkdir()
+    # Not candidates: an older version's folder (no owner lock), another program's folder,
+    # and a link named like a scratch folder (never followed).
+    unlocked = tmp_path / "grader-older"
+    unlocked.mkdir()
+    other = tmp_path / "pytest-of-someone"
+    other.mkdir()
+    (tmp_path / "grader-link").symlink_to(other)
+    with scratch.scratch_folder("grader-", tmp_path) as live:
+        assert not abandoned.exists()
+        # The live folder's owner holds its lock: another sweep leaves it alone.
+        assert scratch.sweep_abandoned(tmp_path) == []
+        assert live.is_dir()
+    assert not live.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "grader-link",
+        "grader-older",
+        "pytest-of-someone",
+    ]

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -65,7 +63,7 @@ from grader.errors import UsageError
 from grader.report import Report, report_from_dict
 from grader.results import MAX_DETAIL_CHARS
 from grader.safetext import clean_data
-from grader.scratch import scratch_root
+from grader.scratch import scratch_folder
 from grader.similarity import MAX_COMPARED_CHARS, MIN_SHARE, SimilarPair, class_similarity
 
 log = logging.getLogger(__name__)
@@ -96,25 +94,6 @@ class BatchOutcome:
     graded: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     seed: int = 0
-
-
-@contextlib.contextmanager
-def scratch_folder(stale: object) -> Iterator[Path]:
-    """The workers' scratch, removed at the end even if a worker was killed mid-job.
-
-    `stale` is the scratch of a batch that was killed before it could remove its own.
-    """
-    if isinstance(stale, str) and stale:
-        old = Path(stale)
-        roots = {scratch_root(), Path(tempfile.gettempdir())}
-        if old.parent in roots and old.name.startswith(SCRATCH_PREFIX):
-            shutil.rmtree(old, ignore_errors=True)
-    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch_root()))
-    scratch.chmod(0o711)  # the sandbox users reach their job folders through it
-    try:
-        yield scratch
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 class _RateColumn(ProgressColumn):
@@ -217,7 +196,7 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
     hide = tuple(str(p) for p in (options.root.resolve(), out_dir) if _safe_to_hide(p))
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        with scratch_folder(stale=state.get("scratch")) as scratch:
+        with scratch_folder(SCRATCH_PREFIX) as scratch:
             write_json_atomic(
                 out_dir / STATE_FILE,
                 {"version": 1, "assignment": assignment.id, "seed": seed, "scratch": str(scratch)},

@@ -11,11 +11,9 @@ import json
 import logging
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -32,7 +30,7 @@ from grader.refcache import ReferenceCache
 from grader.report import MAX_REPORT_BYTES
 from grader.sandbox.heap import collapse_private_memory
 from grader.sandbox.settings import BUDGET_OVERRIDE_ENV, TIMEOUT_OVERRIDE_ENV
-from grader.scratch import scratch_root
+from grader.scratch import scratch_folder
 
 if TYPE_CHECKING:
     from grader.sandbox.client import PreforkedZygote, Sandbox
@@ -96,9 +94,10 @@ class GradingWorker:
         device = resolve_device(config.device)
         # A Ray node without the coordinator's scratch folder uses its own temporary folder.
         scratch = config.scratch if config.scratch and Path(config.scratch).is_dir() else None
-        self._workdir = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=scratch or scratch_root()))
-        # Traversable (not listable) so the sandbox user can reach its own job folders.
-        self._workdir.chmod(0o711)
+        self._scratch = contextlib.ExitStack()
+        self._workdir = self._scratch.enter_context(
+            scratch_folder(SCRATCH_PREFIX, Path(scratch) if scratch else None)
+        )
         self.sandbox: Sandbox = Sandbox(
             sandbox_settings(self.assignment, self.settings, device),
             {},
@@ -136,7 +135,7 @@ class GradingWorker:
 
     def close(self) -> None:
         self.sandbox.close()
-        shutil.rmtree(self._workdir, ignore_errors=True)
+        self._scratch.close()
 
 
 def crashed_report(assignment: Assignment, message: str, *, seed: int, device: str) -> ReportData:
