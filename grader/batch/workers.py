@@ -288,7 +288,7 @@ class LocalExecutor:
                 self._assign(worker, queue.popleft())
         for worker, lines, ended in self._wait(pool):
             for message in lines:
-                self._handle(worker, message, on_done)
+                self._handle(worker, message, on_done, queue)
             if ended:
                 pool[pool.index(worker)] = self._replace(worker, on_done, queue)
         for worker in pool:
@@ -353,7 +353,13 @@ class LocalExecutor:
             chunk = os.read(key.fd, 1 << 20)
             yield worker, worker.replies.feed(chunk), not chunk
 
-    def _handle(self, worker: _WorkerProcess, message: dict[str, Any], on_done: OnDone) -> None:
+    def _handle(
+        self,
+        worker: _WorkerProcess,
+        message: dict[str, Any],
+        on_done: OnDone,
+        queue: deque[BatchItem],
+    ) -> None:
         event = message.get("event")
         if event == "ready":
             worker.ready = True
@@ -363,6 +369,10 @@ class LocalExecutor:
         elif event == "done" and worker.item and message.get("key") == worker.item.key:
             item, worker.item = worker.item, None
             worker.graded += 1
+            # The next submission first: recording this report (checked, written, printed)
+            # would otherwise keep the worker, and so one core, idle.
+            if queue:
+                self._assign(worker, queue.popleft())
             report = message.get("report")
             if not isinstance(report, dict):
                 report = self._crash(f"The grader failed: {message.get('error', 'no report')}")
