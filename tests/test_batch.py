@@ -228,6 +228,8 @@ def test_discovers_folders_zips_and_notebooks_and_skips_the_rest(tmp_path: Path)
     (root / "carol.ipynb").write_text("{}")
     (root / "roster.csv").write_text("name\n")
     (root / "link").symlink_to(root / "alice")
+    # A link to itself: resolving it raises, so it must be skipped before anything resolves it.
+    (root / "loop.zip").symlink_to(root / "loop.zip")
     items = discover_submissions(root, ASSIGNMENT, exclude=[root / "out"])
     assert [(i.key, i.path.name) for i in items] == [
         ("alice", "alice"),

@@ -83,10 +83,13 @@ def discover_submissions(
     skip = {p.resolve() for p in exclude}
     entries = []
     for entry in sorted(root.iterdir()):
-        if entry.name.startswith(".") or entry.name in JUNK_DIRS or entry.resolve() in skip:
+        if entry.name.startswith(".") or entry.name in JUNK_DIRS:
             continue
+        # Before anything resolves it: a link may loop (resolve() raises) or lead anywhere.
         if entry.is_symlink():
             log.warning("skipping %s: links are not followed", entry)
+            continue
+        if entry.resolve() in skip:
             continue
         if entry.is_dir() or (entry.is_file() and entry.suffix.lower() in SUBMISSION_SUFFIXES):
             entries.append(entry)
