@@ -23,6 +23,7 @@ import signal
 import struct
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -145,6 +146,9 @@ def _child_main(
         gc.disable()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        # The compiler warns once per occurrence, not once per place (`1is` 250,000 times in
+        # a 1 MiB file: 15 MB of SyntaxWarnings), onto the grader's own stderr or log.
+        warnings.simplefilter("ignore")
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
         inherited = _address_space()
         if inherited:

@@ -96,6 +96,8 @@ DEFAULT_MAX_SECONDS = 60.0
 SLACK_PER_BASELINE = 3.0
 # Two streams of max_output_kb (64 KiB) each, plus the message.
 MAX_FEEDBACK_CHARS = 150_000
+# The batch's logs and stderr, for every case together.
+MAX_LOG_BYTES = 1 << 20
 INTERNAL_PROBLEM = "because of an internal problem"
 IGNORED_TREES = {".git", ".venv", ".mypy_cache", ".ruff_cache", ".pytest_cache", "__pycache__"}
 
@@ -143,6 +145,8 @@ class Outcome:
     changed_files: list[str]
     late_outputs_differ: bool
     secret: str
+    # The whole batch's: its workers' logs and its stderr.
+    log_bytes: int
     notes: list[str] = field(default_factory=list)
 
 
@@ -340,6 +344,8 @@ class BatchRun:
     # Processes and files of the sandbox uids once the batch returned, by uid.
     alive: dict[int, list[int]]
     owned: dict[int, list[str]]
+    # What the batch's workers wrote to their logs, in bytes.
+    log_bytes: int
 
 
 def run_batch(
@@ -396,6 +402,7 @@ def observe_case(prepared: Prepared, batch: BatchRun, secret: str) -> Outcome:
         changed_files=changed,
         late_outputs_differ=late_differ,
         secret=secret,
+        log_bytes=batch.log_bytes + len(batch.process.stderr.encode()),
     )
 
 
@@ -433,6 +440,7 @@ def hostile_runs(
             process=process,
             alive={uid: live_processes_of(uid) for uid in uids},
             owned={uid: _files_owned_by(uid, roots) for uid in uids},
+            log_bytes=sum(log.stat().st_size for log in (out_dir / ".logs").glob("*")),
         )
 
     def outcome(batch: Future[BatchRun], case: Prepared) -> Outcome:
@@ -503,6 +511,8 @@ def test_hostile_case(case: str, hostile_runs: dict[str, Future[Outcome]]) -> No
     assert outcome.received == [], f"the loopback listener was reached: {outcome.received}"
     assert outcome.changed_files == [], f"changed: {outcome.changed_files}"
     assert not outcome.late_outputs_differ, "the outputs changed after grade returned"
+    # Staff read the logs: nothing a student writes reaches them unbounded.
+    assert outcome.log_bytes <= MAX_LOG_BYTES, f"the batch logged {outcome.log_bytes} bytes"
 
     # The outputs are the grader's own, complete and consistent.
     assert "forged" not in outcome.report_text
