@@ -414,3 +414,38 @@ def test_a_damaged_notebook_member_leaves_the_assignment_to_choose(
     _damage_member(archive, "walkthrough.ipynb", "deflate")
     with pytest.raises(AssignmentChoiceNeeded):
         choose_assignment(None, archive)
+
+
+def _with_central_records(archive: Path, copies: int) -> None:
+    """Repeat the archive's one central-directory record `copies` times (entry counts fixed)."""
+    data = archive.read_bytes()
+    end = data.rindex(b"PK\x05\x06")
+    (size, offset) = struct.unpack_from("<II", data, end + 12)
+    record = data[offset : offset + size]
+    tail = bytearray(data[end:])
+    struct.pack_into("<HHI", tail, 8, copies, copies, size * copies)
+    archive.write_bytes(data[:offset] + record * copies + bytes(tail))
+
+
+def test_a_central_directory_flood_is_refused_before_zipfile_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """zipfile builds an object per record before its entries can be counted: 1.4 million
+    records took it 7 s and 800 MB. The records are counted first, without it."""
+    archive = make_zip(tmp_path / "sub.zip", {"manual_backprop.py": GOOD.encode()})
+    _with_central_records(archive, 20_000)
+    opened: list[object] = []
+    monkeypatch.setattr(zipfile, "ZipFile", lambda *args, **kwargs: opened.append(args))
+    with pytest.raises(SubmissionError, match="holds 20000 entries"):
+        prepare_submission(archive, ASSIGNMENT, tmp_path / "out")
+    assert opened == []
+
+
+def test_outsized_extra_fields_are_refused(tmp_path: Path) -> None:
+    """zipfile decodes extra fields record by record (9 ms for one 64 KiB field)."""
+    info = zipfile.ZipInfo("manual_backprop.py")
+    info.extra = b"\x99\x99\x00\x00" * 1000
+    with zipfile.ZipFile(tmp_path / "sub.zip", "w") as archive:
+        archive.writestr(info, GOOD)
+    with pytest.raises(SubmissionError, match="4000 bytes of extra fields"):
+        prepare_submission(tmp_path / "sub.zip", ASSIGNMENT, tmp_path / "out")
