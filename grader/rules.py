@@ -120,6 +120,10 @@ DYNAMIC_MODULES = (
 TORCH_BACKDOORS = frozenset(
     {"_C", "ops", "_VariableFunctions", "_execution_engine", "_ImperativeEngine", "_ops"}
     | {"_python_dispatch", "_disable_current_modes", "DisableTorchFunction"}
+    # The private packages behind public APIs a rule names: torch.func's transforms live in
+    # torch._functorch, reference and decomposed ops (a sigmoid among them) in the others.
+    | {"_functorch", "_refs", "_prims", "_prims_common", "_decomp", "_higher_order_ops"}
+    | {"_dynamo", "_inductor", "_library", "_subclasses", "_lazy", "_export"}
 )
 # A name inside a string or bytes constant: "torch.autograd.grad", b"ctorch\nsigmoid\n.".
 NAME_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -325,8 +329,15 @@ def _import_use(module: str, rule: Rule, submission_modules: frozenset[str]) -> 
     # `from m import name` reads m's attribute `name`, as `m.name` would; but a name taken
     # from the student's own file is their own code, which the rule reads where it is made
     # (a notebook cell's `from custom_sigmoid import sigmoid` in custom_sigmoid.py itself).
-    top, _, _ = module.partition(".")
-    if top not in submission_modules and _attribute_use(module.split(".")[-1], rule):
+    # The packages on the way are attributes read too: `from torch._C import x` reads _C.
+    # (Package names such as torch.nn.modules are no namespace read as data.)
+    parts = module.split(".")
+    top, packages, last = parts[0], parts[1:-1], parts[-1]
+    if top in submission_modules:
+        return ""
+    if _attribute_use(last, rule) or any(
+        package in rule.attributes or package in TORCH_BACKDOORS for package in packages
+    ):
         return f"import of {module}"
     return ""
 

@@ -38,6 +38,10 @@ NO_AUTOGRAD = Rule(
         ("y = torch.ops.aten.sigmoid(x)", ".ops (torch's low-level"),
         ("y = torch._C._VariableFunctions.sigmoid(x)", "._VariableFunctions"),
         ("from torch import _C", "import of torch._C"),
+        # A package on the way is read too; torch's private packages hold the public APIs.
+        ("from torch._C._functions import x", "import of torch._C._functions"),
+        ("from torch._functorch.eager_transforms import jacfwd", "import of torch._functorch"),
+        ("y = torch._refs.sigmoid(x)", "._refs (torch's low-level"),
         ("m = sys.modules['torch']", ".modules"),
         # Names resolved from text, and the modes that hide calls from the run-time checks.
         ("import pickle", "import of pickle"),

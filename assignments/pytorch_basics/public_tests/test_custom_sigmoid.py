@@ -15,8 +15,10 @@ from grader.testing import assert_losses_close, assert_tensor_close
 
 PART_ID = "custom_sigmoid"
 ReLUProblem = Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]
-# Names whose use would mean the sigmoid is not your own.
+# Names whose use would mean the sigmoid is not your own: the built-in sigmoids, and the
+# built-ins that compute one inside (glu, silu, softmax).
 FORBIDDEN_NAMES = {"sigmoid", "sigmoid_", "expit", "Sigmoid", "logsigmoid", "LogSigmoid"}
+FORBIDDEN_NAMES |= {"glu", "GLU", "silu", "silu_", "SiLU", "softmax", "Softmax", "log_softmax"}
 
 
 @pytest.fixture
@@ -131,7 +133,8 @@ def test_no_builtin_sigmoid(part: ModuleType, monkeypatch: pytest.MonkeyPatch) -
     uses = builtin_sigmoid_uses(Path(part.__file__).read_text(encoding="utf-8"))
     assert not uses, (
         "custom_sigmoid.py must not use torch.sigmoid, torch.special.expit, F.sigmoid, "
-        "nn.Sigmoid, Tensor.sigmoid or logsigmoid; found: " + "; ".join(uses)
+        "nn.Sigmoid, Tensor.sigmoid or logsigmoid, nor glu, silu or softmax (which compute a "
+        "sigmoid inside); found: " + "; ".join(uses)
     )
 
 

@@ -175,7 +175,7 @@ class _EngineCounter:
 
 
 def forward_backward_no_autograd(part, *, seed, device, dtype, shape):
-    """Student side only: forward_backward must not rely on autograd.
+    """Student side only: forward_backward must not rely on autograd, reverse or forward mode.
 
     Calls it (1) with grad mode on, recording every torch function it calls, every aten op
     (at the dispatcher, below anything Python code can skip) and every backward pass of the
@@ -208,6 +208,8 @@ def forward_backward_no_autograd(part, *, seed, device, dtype, shape):
         n
         for n in rec.names
         if n in {"backward", "grad", "vjp", "jacobian", "requires_grad_"}
+        # Forward mode: dual tensors carry the derivative, and no backward pass runs.
+        or n in {"_make_dual", "_unpack_dual"}
         or n == "Tensor.requires_grad.__set__"
     )
     returned = [t for t in (loss, grad_w1, grad_w2) if isinstance(t, torch.Tensor)]
@@ -425,7 +427,9 @@ def sigmoid_jacobians(part, *, seed, device):
 
 # aten ops of the built-in sigmoid and its relatives: torch.sigmoid, Tensor.sigmoid(_),
 # torch.special.expit, F.sigmoid, nn.Sigmoid and F.logsigmoid all end in one of these.
-_BUILTIN_SIGMOID_OPS = ("sigmoid", "log_sigmoid")
+# Aten ops (name prefixes) that compute a sigmoid: the sigmoids, and glu, silu and softmax,
+# which have one inside (see NO_BUILTIN_SIGMOID in test_custom_sigmoid.py).
+_BUILTIN_SIGMOID_OPS = ("sigmoid", "log_sigmoid", "glu", "silu", "softmax", "log_softmax")
 
 
 def sigmoid_uses_custom_function(part, *, seed, device, dtype):
@@ -456,7 +460,7 @@ def sigmoid_uses_custom_function(part, *, seed, device, dtype):
         "builtins_called": sorted(
             op
             for op in dispatched.ops
-            if op.removeprefix("aten::").startswith(_BUILTIN_SIGMOID_OPS)
+            if op.removeprefix("aten::").lstrip("_").startswith(_BUILTIN_SIGMOID_OPS)
         ),
         "same_as_apply": bool(torch.equal(y.detach(), y2.detach())),
         "backward_error": backward_error,

@@ -138,9 +138,10 @@ def test_no_builtin_sigmoid_at_run_time(student, seed, device):
     """Sigmoid: forward and backward do not call a built-in sigmoid"""
     got = student(probes.sigmoid_uses_custom_function, seed=seed, device=device, dtype="float64")
     assert not got["builtins_called"], (
-        f"your sigmoid ran the built-in {', '.join(got['builtins_called'])} (torch.sigmoid or "
-        "one of its aliases). Write the formula yourself with torch.exp; the built-in sigmoid "
-        "functions are not allowed in this part, however they are reached."
+        f"your sigmoid ran the built-in {', '.join(got['builtins_called'])} (torch.sigmoid, "
+        "one of its aliases, or glu, silu or softmax, which compute one inside). Write the "
+        "formula yourself with torch.exp; built-in sigmoids are not allowed in this part, "
+        "however they are reached."
     )
 
 
@@ -185,10 +186,14 @@ def test_train_sigmoid_net(compare, seed, device, dtype, steps):
 # --------------------------------------------------------------------------- static rule
 
 # Built-in sigmoids: torch.sigmoid, Tensor.sigmoid(_), torch.special.expit,
-# torch.nn.functional.sigmoid, torch.nn.Sigmoid, logsigmoid and friends.
+# torch.nn.functional.sigmoid, torch.nn.Sigmoid, logsigmoid and friends; and the built-ins
+# with a sigmoid inside: glu(stack([ones, x]))[0] is torch.sigmoid(x) bit for bit, silu(x) / x
+# and softmax(stack([x, 0 * x]))[0] are sigmoids too.
 NO_BUILTIN_SIGMOID = Rule(
     attributes=frozenset(
         {"sigmoid", "sigmoid_", "expit", "Sigmoid", "logsigmoid", "log_sigmoid", "LogSigmoid"}
+        | {"glu", "GLU", "silu", "silu_", "SiLU", "softmax", "Softmax", "log_softmax"}
+        | {"LogSoftmax", "_softmax", "_log_softmax"}
     )
 )
 
