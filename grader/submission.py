@@ -36,6 +36,7 @@ MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
 # notebooks take milliseconds.
 NOTEBOOK_SECONDS = 30.0
 # How student names are cut down to compare with the assignment's (see `near_miss_key`).
+MAX_NAME_CHARS = 255
 _COPY_SUFFIX = re.compile(r"(?:[ _-]*\(\d+\)|[ _-]+copy(?:[ _-]*\d+)?)+$")
 _SEPARATORS = re.compile(r"[\s_-]+")
 # A zip central-directory header: its signature, fixed size, and the general-purpose flag
@@ -302,6 +303,10 @@ def near_miss_key(name: str) -> str:
     """
     lowered = name.strip().lower()
     if lowered.startswith("."):  # hidden files (macOS's ._ copies) are never a student's
+        return lowered
+    # No file system makes longer names, and _COPY_SUFFIX backtracks in time quadratic in
+    # the name: a zip entry may be named with 65,535 bytes of " (1)", 13 s of CPU each.
+    if len(lowered) > MAX_NAME_CHARS:
         return lowered
     stem, dot, extension = lowered.partition(".py")
     if not dot or (extension and not re.fullmatch(r"(\.[a-z0-9]{1,8})+", extension)):
