@@ -44,6 +44,8 @@ _SEPARATORS = re.compile(r"[\s_-]+")
 _CENTRAL_HEADER = b"PK\x01\x02"
 _CENTRAL_HEADER_SIZE = 46
 _UTF8_FLAG = 0x800
+# An extra-field record type no specification defines: zipfile and unzip skip it.
+_UNDEFINED_EXTRA = 0xFFFF
 # The most extra-field bytes an entry may carry: tools write a few dozen (timestamps, zip64
 # sizes), and zipfile decodes them in time that grows with their count (9 ms for 64 KiB).
 MAX_EXTRA_BYTES = 1024
@@ -515,9 +517,14 @@ def _open_zip(path: Path, found: _Found) -> zipfile.ZipFile:
         _check_central_directory(path, data)
         try:
             return zipfile.ZipFile(io.BytesIO(data))
-        except UnicodeDecodeError:
-            data, bad_names = _clear_false_utf8_flags(data)
-            found.notes.append(_bad_names_note(bad_names))
+        except (UnicodeDecodeError, zipfile.BadZipFile):
+            data, bad_names, bad_extras = _repair_central_records(data)
+            if not bad_names and not bad_extras:
+                raise
+            if bad_names:
+                found.notes.append(_bad_names_note(bad_names))
+            if bad_extras:
+                found.notes.append(_bad_extras_note(bad_extras))
             return zipfile.ZipFile(io.BytesIO(data))
     except SubmissionError:
         raise
@@ -553,18 +560,23 @@ def _check_central_directory(path: Path, data: bytes) -> None:
         position = data.find(_CENTRAL_HEADER, position + 4)
 
 
-def _clear_false_utf8_flags(data: bytes) -> tuple[bytes, list[str]]:
-    """Clear the UTF-8 flag of central-directory entries whose names are not UTF-8.
+def _repair_central_records(data: bytes) -> tuple[bytes, list[str], list[str]]:
+    """Make each central-directory record readable on its own; returns what was changed.
 
-    zipfile then reads those names as cp437, which never fails: such an entry no longer
-    matches any wanted name, instead of making the whole archive unreadable.
+    zipfile reads every record when it opens an archive, so one bad record made the whole
+    archive unreadable. A name flagged UTF-8 that is not loses the flag (zipfile then reads
+    it as cp437, which never fails: the entry no longer matches any wanted name). An extra
+    field whose records overrun it (zipfile raises) becomes one record of a type nobody
+    defines, so the entry is read without it, as unzip does.
+    Returns (patched data, such names, entries with such extra fields).
     """
     patched = bytearray(data)
     bad_names: list[str] = []
+    bad_extras: list[str] = []
     position = patched.find(_CENTRAL_HEADER)
     while position >= 0 and position + _CENTRAL_HEADER_SIZE <= len(patched):
         (flags,) = struct.unpack_from("<H", patched, position + 8)
-        (name_length,) = struct.unpack_from("<H", patched, position + 28)
+        name_length, extra_length = struct.unpack_from("<HH", patched, position + 28)
         start = position + _CENTRAL_HEADER_SIZE
         name = bytes(patched[start : start + name_length])
         if flags & _UTF8_FLAG:
@@ -573,8 +585,22 @@ def _clear_false_utf8_flags(data: bytes) -> tuple[bytes, list[str]]:
             except UnicodeDecodeError:
                 struct.pack_into("<H", patched, position + 8, flags & ~_UTF8_FLAG)
                 bad_names.append(name.decode("utf-8", "backslashreplace"))
+        extra_start = start + name_length
+        extra = bytes(patched[extra_start : extra_start + extra_length])
+        if len(extra) == extra_length >= 4 and not _extra_records_fit(extra):
+            struct.pack_into("<HH", patched, extra_start, _UNDEFINED_EXTRA, extra_length - 4)
+            bad_extras.append(name.decode("utf-8", "backslashreplace"))
         position = patched.find(_CENTRAL_HEADER, position + 4)
-    return bytes(patched), bad_names
+    return bytes(patched), bad_names, bad_extras
+
+
+def _extra_records_fit(extra: bytes) -> bool:
+    """Whether the (type, length, data) records of an extra field end within it."""
+    offset = 0
+    while offset + 4 <= len(extra):
+        (length,) = struct.unpack_from("<H", extra, offset + 2)
+        offset += 4 + length
+    return offset <= len(extra)
 
 
 def _bad_names_note(names: list[str]) -> str:
@@ -583,4 +609,13 @@ def _bad_names_note(names: list[str]) -> str:
     return (
         f"Ignored the archive entries {shown}{more}: their names are not valid UTF-8 although "
         "the archive says they are; rename them and zip again if they are assignment files."
+    )
+
+
+def _bad_extras_note(names: list[str]) -> str:
+    shown = ", ".join(f'"{name[:80]}"' for name in names[:3])
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return (
+        f"The archive entries {shown}{more} have damaged extra fields, which were ignored; if "
+        "one of them is an assignment file and its part fails, zip your files again."
     )

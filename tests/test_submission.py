@@ -457,3 +457,18 @@ def test_names_longer_than_a_file_system_allows_are_no_near_misses() -> None:
     assert near_miss_key("two_layer_net" + " (1)" * 10 + ".py") == "two_layer_net.py"
     too_long = "two_layer_net" + " (1)" * 70 + ".py"
     assert near_miss_key(too_long) == too_long
+
+
+def test_an_entry_with_a_damaged_extra_field_costs_nothing_else(tmp_path: Path) -> None:
+    """zipfile reads every central record when it opens an archive: one junk entry whose
+    extra field overruns itself (unzip extracts it anyway) made every part score 0."""
+    junk = zipfile.ZipInfo("notes.txt")
+    junk.extra = struct.pack("<HH", 0xCAFE, 16)  # claims 16 bytes of data, has none
+    with zipfile.ZipFile(tmp_path / "sub.zip", "w") as archive:
+        archive.writestr("manual_backprop.py", GOOD)
+        archive.writestr(junk, b"my notes\n")
+    prepared = prepare_submission(tmp_path / "sub.zip", ASSIGNMENT, tmp_path / "out")
+    assert sorted(prepared.files) == ["manual_backprop.py"]
+    assert prepared.files["manual_backprop.py"].read_text() == GOOD
+    assert prepared.problems == {}
+    assert any('"notes.txt" have damaged extra fields' in note for note in prepared.notes)
