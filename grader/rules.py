@@ -89,7 +89,11 @@ DYNAMIC_ATTRIBUTES = frozenset(
 # probe that checks it at run time, say).
 FRAME_ATTRIBUTES = frozenset(
     {"__code__", "_getframe", "f_back", "f_globals", "f_locals", "gi_frame", "tb_frame"}
-    | {"_current_frames", "walk_stack", "walk_tb", "curframe_locals", "CodeType"}
+    | {"cr_frame", "ag_frame", "_current_frames", "walk_stack", "walk_tb", "curframe_locals"}
+    | {"CodeType"}
+    # A function's captured variables: a patched function (a test clock, a recorder's
+    # wrapper) holds the state of the check that installed it.
+    | {"__closure__", "cell_contents"}
     # Every class in the process, from `object` down: the probe's recorders among them.
     | {"__subclasses__"}
 )
@@ -120,6 +124,9 @@ DYNAMIC_MODULES = (
 TORCH_BACKDOORS = frozenset(
     {"_C", "ops", "_VariableFunctions", "_execution_engine", "_ImperativeEngine", "_ops"}
     | {"_python_dispatch", "_disable_current_modes", "DisableTorchFunction"}
+    # The run-time checks' modes, found on (or taken off) torch's mode stack.
+    | {"_get_current_function_mode", "_get_current_function_mode_stack", "_pop_mode"}
+    | {"_pop_mode_temporarily", "_push_mode"}
     # The private packages behind public APIs a rule names: torch.func's transforms live in
     # torch._functorch, reference and decomposed ops (a sigmoid among them) in the others.
     | {"_functorch", "_refs", "_prims", "_prims_common", "_decomp", "_higher_order_ops"}

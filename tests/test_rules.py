@@ -63,6 +63,8 @@ NO_AUTOGRAD = Rule(
         ("f = inspect.currentframe().f_back", ".f_back"),
         ("probe.__code__ = fake.__code__", ".__code__"),
         ("g = sys._getframe(1).f_globals", ".f_globals"),
+        ("state = time.perf_counter.__closure__[0].cell_contents", ".__closure__"),
+        ("(mode,) = torch.overrides._get_current_function_mode_stack()", "_get_current_function"),
         # Frames' variables read without naming an attribute in code.
         ("scope = getattr(frame, 'f_locals')", "names f_locals"),
         ("scope = Formatter().get_field('0.f_locals', (frame,), {})", "names f_locals"),
