@@ -20,6 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
+# zipfile's own reader of the end records: the central directory walked here (see
+# `_readable_relevant_records`) is then the one zipfile would read.
+from zipfile import (  # type: ignore[attr-defined]
+    _ECD_LOCATION,
+    _ECD_OFFSET,
+    _ECD_SIGNATURE,
+    _ECD_SIZE,
+    _EndRecData,
+    sizeEndCentDir64,
+    sizeEndCentDir64Locator,
+    stringEndArchive64,
+)
+
 from grader.assignment import Assignment
 from grader.bounded import run_bounded
 from grader.errors import SubmissionError
@@ -44,8 +57,6 @@ _SEPARATORS = re.compile(r"[\s_-]+")
 _CENTRAL_HEADER = b"PK\x01\x02"
 _CENTRAL_HEADER_SIZE = 46
 _UTF8_FLAG = 0x800
-# An extra-field record type no specification defines: zipfile and unzip skip it.
-_UNDEFINED_EXTRA = 0xFFFF
 # The most extra-field bytes an entry may carry: tools write a few dozen (timestamps, zip64
 # sizes), and zipfile decodes them in time that grows with their count (9 ms for 64 KiB).
 MAX_EXTRA_BYTES = 1024
@@ -451,7 +462,13 @@ def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
             f"{path.name} is {info.st_size >> 20} MiB (limit {MAX_ARCHIVE_BYTES >> 20} MiB); zip "
             "only your assignment files."
         )
-    with _open_zip(path, found) as archive:
+    loose = {near_miss_key(name) for name in wanted}
+
+    def relevant(base: str) -> bool:
+        return base in wanted or _is_notebook(base, notebook) or near_miss_key(base) in loose
+
+    unreadable: list[str] = []
+    with _open_zip(path, relevant, unreadable) as archive:
         members = archive.infolist()
         candidates = _zip_candidates(members, wanted, notebook, found)
         for base, options in candidates.items():
@@ -470,7 +487,34 @@ def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
                 found.unreadable[base] = _unreadable_member(path, member, error)
                 continue
             _keep(found, base, data, member.file_size)
+    _record_unreadable_entries(path, unreadable, wanted, found)
     return found
+
+
+def _record_unreadable_entries(
+    path: Path, names: list[str], wanted: set[str], found: _Found
+) -> None:
+    """A part whose file's entry zipfile could not read (and was not found elsewhere) gets a
+    problem saying so; the other such entries (near misses, notebooks) a note."""
+    others = []
+    for name in names:
+        base = name.replace("\\", "/").rsplit("/", 1)[-1]
+        if base in wanted and base not in found.sources:
+            found.unreadable.setdefault(
+                base,
+                f"Could not read {clean_name(name)} from {clean_name(path.name)}: its header "
+                "in the zip is damaged or uses an unusual format. Create the zip again "
+                "(python -m grader submit writes one) and submit it.",
+            )
+        elif base not in wanted:
+            others.append(clean_name(name, 80))
+    if others:
+        shown = ", ".join(f'"{name}"' for name in others[:3])
+        more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+        found.notes.append(
+            f"Could not read the archive entries {shown}{more}: their headers are damaged or "
+            "use an unusual format. If they hold your work, zip your files again."
+        )
 
 
 def _unreadable_member(path: Path, member: zipfile.ZipInfo, error: Exception) -> str:
@@ -510,22 +554,15 @@ def _zip_candidates(
     return candidates
 
 
-def _open_zip(path: Path, found: _Found) -> zipfile.ZipFile:
-    """Open the archive; entries whose names claim UTF-8 but are not are kept, renamed, noted."""
+def _open_zip(
+    path: Path, relevant: Callable[[str], bool], unreadable: list[str]
+) -> zipfile.ZipFile:
+    """Open the archive with only its `relevant` entries (by base name) that zipfile can read;
+    the names of the relevant ones it cannot read go to `unreadable`."""
     try:
         data = _read_capped_file(path, MAX_ARCHIVE_BYTES)
-        _check_central_directory(path, data)
-        try:
-            return zipfile.ZipFile(io.BytesIO(data))
-        except (UnicodeDecodeError, zipfile.BadZipFile):
-            data, bad_names, bad_extras = _repair_central_records(data)
-            if not bad_names and not bad_extras:
-                raise
-            if bad_names:
-                found.notes.append(_bad_names_note(bad_names))
-            if bad_extras:
-                found.notes.append(_bad_extras_note(bad_extras))
-            return zipfile.ZipFile(io.BytesIO(data))
+        kept = _readable_relevant_records(path, data, relevant, unreadable)
+        return zipfile.ZipFile(io.BytesIO(kept))
     except SubmissionError:
         raise
     except Exception as error:  # zipfile raises many kinds for a damaged archive
@@ -535,87 +572,79 @@ def _open_zip(path: Path, found: _Found) -> zipfile.ZipFile:
         ) from error
 
 
-def _check_central_directory(path: Path, data: bytes) -> None:
-    """Refuse, before zipfile builds an object for each, too many entries or outsized extras.
+def _readable_relevant_records(
+    path: Path, data: bytes, relevant: Callable[[str], bool], unreadable: list[str]
+) -> bytes:
+    """`data` with a central directory of only the entries that may hold an assignment file
+    and that zipfile can read, each judged alone.
 
-    zipfile reads only central-directory records that start with their signature, so the
-    signature's count (in C, 20 ms for 64 MiB) bounds the entries it would build: 1.4 million
-    47-byte records took it 7 s and 800 MB before the entry count could be checked.
+    zipfile reads every record of the central directory when it opens an archive, and one it
+    cannot read (an extra field that overruns itself, a version it does not support, a name
+    flagged UTF-8 that is not) made the whole archive unreadable: every part 0 for a junk
+    notes.txt. It also builds an object per record before the entries can be counted (1.4
+    million records: 7 s and 800 MB). So the records are walked here, where zipfile finds
+    them (its own end-record reader), counted as they come, and only the relevant ones are
+    kept; a relevant one that zipfile cannot read alone is left out with a note, so it
+    costs only the parts that need it.
     """
-    records = data.count(_CENTRAL_HEADER)
-    if records > MAX_ARCHIVE_MEMBERS:
-        raise SubmissionError(
-            f"{path.name} holds {records} entries (limit {MAX_ARCHIVE_MEMBERS}); zip only your "
-            "assignment files."
-        )
-    position = data.find(_CENTRAL_HEADER)
-    while position >= 0 and position + _CENTRAL_HEADER_SIZE <= len(data):
-        (extra_length,) = struct.unpack_from("<H", data, position + 30)
-        if extra_length > MAX_EXTRA_BYTES:
+    end = _EndRecData(io.BytesIO(data))
+    if not end:
+        raise zipfile.BadZipFile("no end of central directory record")
+    size, offset = end[_ECD_SIZE], end[_ECD_OFFSET]
+    start = end[_ECD_LOCATION] - size
+    if end[_ECD_SIGNATURE] == stringEndArchive64:
+        start -= sizeEndCentDir64 + sizeEndCentDir64Locator
+    if start < 0 or start + size > len(data):
+        raise zipfile.BadZipFile("central directory outside the archive")
+    kept: list[bytes] = []
+    position, count = start, 0
+    while position < start + size:
+        count += 1
+        if count > MAX_ARCHIVE_MEMBERS:
             raise SubmissionError(
-                f"{path.name} has an entry with {extra_length} bytes of extra fields (limit "
-                f"{MAX_EXTRA_BYTES}), which no usual zip tool writes; zip your files again "
-                "(python -m grader submit writes one)."
+                f"{path.name} holds over {MAX_ARCHIVE_MEMBERS} entries; zip only your "
+                "assignment files."
             )
-        position = data.find(_CENTRAL_HEADER, position + 4)
+        if data[position : position + 4] != _CENTRAL_HEADER:
+            raise zipfile.BadZipFile("bad central directory record")
+        name_length, extra_length, comment_length = struct.unpack_from("<HHH", data, position + 28)
+        length = _CENTRAL_HEADER_SIZE + name_length + extra_length + comment_length
+        record = bytearray(data[position : position + length])
+        position += length
+        raw_name = bytes(record[_CENTRAL_HEADER_SIZE : _CENTRAL_HEADER_SIZE + name_length])
+        (flags,) = struct.unpack_from("<H", record, 8)
+        shown = raw_name.decode("utf-8" if flags & _UTF8_FLAG else "cp437", "replace")
+        if not relevant(shown.replace("\\", "/").rsplit("/", 1)[-1]):
+            continue
+        if flags & _UTF8_FLAG and not _is_utf8(raw_name):
+            # zipfile then reads the name as cp437, which never fails.
+            struct.pack_into("<H", record, 8, flags & ~_UTF8_FLAG)
+        # zipfile decodes extra fields record by record: 9 ms for one of 64 KiB.
+        if extra_length > MAX_EXTRA_BYTES or not _opens_alone(bytes(record)):
+            unreadable.append(shown)
+            continue
+        kept.append(bytes(record))
+    directory = b"".join(kept)
+    return data[:start] + directory + _end_record(len(kept), len(directory), offset)
 
 
-def _repair_central_records(data: bytes) -> tuple[bytes, list[str], list[str]]:
-    """Make each central-directory record readable on its own; returns what was changed.
-
-    zipfile reads every record when it opens an archive, so one bad record made the whole
-    archive unreadable. A name flagged UTF-8 that is not loses the flag (zipfile then reads
-    it as cp437, which never fails: the entry no longer matches any wanted name). An extra
-    field whose records overrun it (zipfile raises) becomes one record of a type nobody
-    defines, so the entry is read without it, as unzip does.
-    Returns (patched data, such names, entries with such extra fields).
-    """
-    patched = bytearray(data)
-    bad_names: list[str] = []
-    bad_extras: list[str] = []
-    position = patched.find(_CENTRAL_HEADER)
-    while position >= 0 and position + _CENTRAL_HEADER_SIZE <= len(patched):
-        (flags,) = struct.unpack_from("<H", patched, position + 8)
-        name_length, extra_length = struct.unpack_from("<HH", patched, position + 28)
-        start = position + _CENTRAL_HEADER_SIZE
-        name = bytes(patched[start : start + name_length])
-        if flags & _UTF8_FLAG:
-            try:
-                name.decode("utf-8")
-            except UnicodeDecodeError:
-                struct.pack_into("<H", patched, position + 8, flags & ~_UTF8_FLAG)
-                bad_names.append(name.decode("utf-8", "backslashreplace"))
-        extra_start = start + name_length
-        extra = bytes(patched[extra_start : extra_start + extra_length])
-        if len(extra) == extra_length >= 4 and not _extra_records_fit(extra):
-            struct.pack_into("<HH", patched, extra_start, _UNDEFINED_EXTRA, extra_length - 4)
-            bad_extras.append(name.decode("utf-8", "backslashreplace"))
-        position = patched.find(_CENTRAL_HEADER, position + 4)
-    return bytes(patched), bad_names, bad_extras
+def _end_record(entries: int, size: int, offset: int) -> bytes:
+    """An end-of-central-directory record, without zip64 (archives are far under 4 GiB)."""
+    return struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, entries, entries, size, offset, 0)
 
 
-def _extra_records_fit(extra: bytes) -> bool:
-    """Whether the (type, length, data) records of an extra field end within it."""
-    offset = 0
-    while offset + 4 <= len(extra):
-        (length,) = struct.unpack_from("<H", extra, offset + 2)
-        offset += 4 + length
-    return offset <= len(extra)
+def _opens_alone(record: bytes) -> bool:
+    """Whether zipfile reads this central-directory record, in an archive of its own."""
+    try:
+        zipfile.ZipFile(io.BytesIO(record + _end_record(1, len(record), 0))).close()
+    except Exception:  # whatever zipfile raises for it, the entry is left out alone
+        return False
+    return True
 
 
-def _bad_names_note(names: list[str]) -> str:
-    shown = ", ".join(f'"{name[:80]}"' for name in names[:3])
-    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-    return (
-        f"Ignored the archive entries {shown}{more}: their names are not valid UTF-8 although "
-        "the archive says they are; rename them and zip again if they are assignment files."
-    )
-
-
-def _bad_extras_note(names: list[str]) -> str:
-    shown = ", ".join(f'"{name[:80]}"' for name in names[:3])
-    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-    return (
-        f"The archive entries {shown}{more} have damaged extra fields, which were ignored; if "
-        "one of them is an assignment file and its part fails, zip your files again."
-    )
+def _is_utf8(name: bytes) -> bool:
+    try:
+        name.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
