@@ -97,11 +97,14 @@ FRAME_ATTRIBUTES = frozenset(
     # Every class in the process, from `object` down: the probe's recorders among them.
     | {"__subclasses__"}
 )
-# Work done in another process, which the run-time checks (in this one) never see.
+# Work done in another process, which the run-time checks (in this one) never see, or in
+# another thread, which they do not see either: torch's dispatch and function modes are per
+# thread, so a fresh thread runs with none of them.
 PROCESS_ATTRIBUTES = frozenset(
     {"fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "popen", "multiprocessing"}
     | {"spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe"}
-    | {"ProcessPoolExecutor"}
+    | {"ProcessPoolExecutor", "ThreadPoolExecutor", "Thread", "start_new_thread", "to_thread"}
+    | {"run_in_executor"}
 )
 # Modules that turn a string or bytes into any object by name (pickle's GLOBAL opcode,
 # pydoc.locate, ...) or run code built at run time.
@@ -112,6 +115,8 @@ DYNAMIC_MODULES = (
     *("multiprocessing", "shelve", "subprocess"),
     # Every live object, or every frame and its variables, found without being named.
     *("gc", "inspect", "pdb", "bdb"),
+    # Other threads, where the run-time checks' modes are not active.
+    *("threading", "_thread", "concurrent", "asyncio"),
     # Strings run as code: doctest runs the examples of docstrings (which rules never read),
     # timeit and the profilers their statements; rlcompleter evaluates dotted paths,
     # logging.config and unittest.mock resolve them.
@@ -285,6 +290,10 @@ def _forbidden_use(
             return node.id
         if node.id in DYNAMIC_BUILTINS and id(node) not in literal_calls:
             return f"{node.id} with a name built at run time"
+        # Set in a class body, these are the class's own: `__match_args__ = ("sig" + "moid",)`
+        # makes `case C(found)` read that attribute of any subject.
+        if node.id.startswith("__") and node.id in DYNAMIC_ATTRIBUTES | FRAME_ATTRIBUTES:
+            return f"{node.id} (attributes looked up by name)"
     elif isinstance(node, ast.keyword) and node.arg in rule.attributes:
         return f"{node.arg}="
     elif isinstance(node, ast.Import | ast.ImportFrom):

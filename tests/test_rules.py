@@ -79,6 +79,11 @@ NO_AUTOGRAD = Rule(
         ("match torch:\n case object(autograd=object(grad=g)): pass", ".autograd"),
         ("match e:\n case object(_execution_engine=e): pass", "._execution_engine"),
         ("type(torch).__match_args__ = (name,)", ".__match_args__"),
+        ("class F:\n __match_args__ = ('sig' + 'moid',)", "__match_args__ (attributes"),
+        # Another thread, where torch's per-thread modes (the run-time checks) are not active.
+        ("import threading", "import of threading"),
+        ("from concurrent.futures import ThreadPoolExecutor", "import of concurrent"),
+        ("t = torch.multiprocessing.Process(target=f)", ".multiprocessing"),
         ("from sys import _getframe", "import of sys._getframe"),
         ("from types import CodeType", "import of types.CodeType"),
         # Strings run as code: docstring examples, statements, annotations, dotted paths.
