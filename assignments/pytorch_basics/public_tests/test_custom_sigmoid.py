@@ -19,6 +19,7 @@ ReLUProblem = Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor, torc
 # built-ins that compute one inside (glu, silu, softmax).
 FORBIDDEN_NAMES = {"sigmoid", "sigmoid_", "expit", "Sigmoid", "logsigmoid", "LogSigmoid"}
 FORBIDDEN_NAMES |= {"glu", "GLU", "silu", "silu_", "SiLU", "softmax", "Softmax", "log_softmax"}
+FORBIDDEN_NAMES |= {"softplus", "Softplus", "binary_cross_entropy_with_logits", "BCEWithLogitsLoss"}
 
 
 @pytest.fixture
@@ -133,8 +134,8 @@ def test_no_builtin_sigmoid(part: ModuleType, monkeypatch: pytest.MonkeyPatch) -
     uses = builtin_sigmoid_uses(Path(part.__file__).read_text(encoding="utf-8"))
     assert not uses, (
         "custom_sigmoid.py must not use torch.sigmoid, torch.special.expit, F.sigmoid, "
-        "nn.Sigmoid, Tensor.sigmoid or logsigmoid, nor glu, silu or softmax (which compute a "
-        "sigmoid inside); found: " + "; ".join(uses)
+        "nn.Sigmoid, Tensor.sigmoid or logsigmoid, nor glu, silu, softmax, softplus or "
+        "BCE with logits (a sigmoid inside or in the gradient); found: " + "; ".join(uses)
     )
 
 

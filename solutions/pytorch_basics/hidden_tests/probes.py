@@ -427,9 +427,11 @@ def sigmoid_jacobians(part, *, seed, device):
 
 # aten ops of the built-in sigmoid and its relatives: torch.sigmoid, Tensor.sigmoid(_),
 # torch.special.expit, F.sigmoid, nn.Sigmoid and F.logsigmoid all end in one of these.
-# Aten ops (name prefixes) that compute a sigmoid: the sigmoids, and glu, silu and softmax,
-# which have one inside (see NO_BUILTIN_SIGMOID in test_custom_sigmoid.py).
+# Aten ops (name prefixes) that compute a sigmoid: the sigmoids, and glu, silu, softmax,
+# softplus and BCE with logits, which have one inside or in their gradient (see
+# NO_BUILTIN_SIGMOID in test_custom_sigmoid.py).
 _BUILTIN_SIGMOID_OPS = ("sigmoid", "log_sigmoid", "glu", "silu", "softmax", "log_softmax")
+_BUILTIN_SIGMOID_OPS += ("softplus", "binary_cross_entropy_with_logits")
 
 
 def sigmoid_uses_custom_function(part, *, seed, device, dtype):
