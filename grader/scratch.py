@@ -55,7 +55,9 @@ def _roomy_tmpfs(path: Path) -> bool:
 
 
 # Held, with an exclusive flock, by the process that made a scratch folder and by every process
-# it forks, for as long as any of them lives: a folder whose lock can be taken has no owner.
+# it forks, for as long as any of them lives. Its owner writes its pid into it once it holds
+# the lock: a folder whose lock can be taken and that says whose it was has no owner left (an
+# empty one may be between its creation and its lock).
 OWNER_LOCK = ".owner"
 
 
@@ -75,6 +77,7 @@ def scratch_folder(prefix: str, root: Path | None = None) -> Iterator[Path]:
     owner = os.open(folder / OWNER_LOCK, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(owner, fcntl.LOCK_EX)
+        os.write(owner, f"{os.getpid()}\n".encode())
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -85,7 +88,7 @@ def sweep_abandoned(root: Path) -> list[Path]:
     """Remove the scratch folders in `root` that no living process owns; returns them.
 
     Only this user's `grader-*` folders holding an owner lock are candidates: a folder made
-    by an older version, or one whose lock is being created, is left alone.
+    by an older version, or one whose owner is still taking its lock, is left alone.
     """
     removed: list[Path] = []
     try:
@@ -103,6 +106,8 @@ def sweep_abandoned(root: Path) -> list[Path]:
             continue
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(lock).st_size == 0:
+                continue  # its owner has not locked it yet
         except OSError:
             continue  # held: its grade is still running
         else:

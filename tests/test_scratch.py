@@ -86,6 +86,11 @@ def test_a_new_folder_sweeps_those_no_living_process_owns(tmp_path: Path) -> Non
     # and a link named like a scratch folder (never followed).
     unlocked = tmp_path / "grader-older"
     unlocked.mkdir()
+    # Made, its lock file created, but not locked yet: its owner is between two steps (a
+    # sweep that took the lock here removed live folders, 21 in 4,000 with two makers).
+    being_made = tmp_path / "grader-being-made"
+    being_made.mkdir()
+    (being_made / scratch.OWNER_LOCK).touch()
     other = tmp_path / "pytest-of-someone"
     other.mkdir()
     (tmp_path / "grader-link").symlink_to(other)
@@ -96,6 +101,7 @@ def test_a_new_folder_sweeps_those_no_living_process_owns(tmp_path: Path) -> Non
         assert live.is_dir()
     assert not live.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "grader-being-made",
         "grader-link",
         "grader-older",
         "pytest-of-someone",
