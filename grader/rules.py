@@ -137,6 +137,11 @@ TORCH_BACKDOORS = frozenset(
     | {"_functorch", "_refs", "_prims", "_prims_common", "_decomp", "_higher_order_ops"}
     | {"_dynamo", "_inductor", "_library", "_subclasses", "_lazy", "_export"}
 )
+# The builtin types whose class pattern `case int(x)` binds the subject itself.
+SELF_MATCHING_TYPES = frozenset(
+    {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str"}
+    | {"tuple"}
+)
 # A name inside a string or bytes constant: "torch.autograd.grad", b"ctorch\nsigmoid\n.".
 NAME_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -283,8 +288,7 @@ def _forbidden_use(
     if isinstance(node, ast.Attribute):
         return _attribute_use(node.attr, rule)
     if isinstance(node, ast.MatchClass):
-        # `case object(autograd=a)` reads the subject's attribute `autograd` into `a`.
-        return next(filter(None, (_attribute_use(name, rule) for name in node.kwd_attrs)), "")
+        return _class_pattern_use(node, rule)
     if isinstance(node, ast.Name):
         if node.id in rule.names:
             return node.id
@@ -306,6 +310,16 @@ def _forbidden_use(
         if isinstance(node.value, str) and (found := _use_in_code_string(node.value, rule)):
             return f"{_short(node.value)} (code in a string: {found})"
     return ""
+
+
+def _class_pattern_use(node: ast.MatchClass, rule: Rule) -> str:
+    """What a class pattern reads: `case object(autograd=a)` the attribute `autograd`, and
+    `case C(a, b)` the attributes C.__match_args__ names, which a class gets from data (a
+    dataclass's field names, a namedtuple's); builtins match the subject itself."""
+    self_matching = isinstance(node.cls, ast.Name) and node.cls.id in SELF_MATCHING_TYPES
+    if node.patterns and not (self_matching and len(node.patterns) == 1):
+        return "a class pattern with positional parts (attributes named by __match_args__)"
+    return next(filter(None, (_attribute_use(name, rule) for name in node.kwd_attrs)), "")
 
 
 def _use_in_code_string(text: str, rule: Rule) -> str:

@@ -80,6 +80,8 @@ NO_AUTOGRAD = Rule(
         ("match e:\n case object(_execution_engine=e): pass", "._execution_engine"),
         ("type(torch).__match_args__ = (name,)", ".__match_args__"),
         ("class F:\n __match_args__ = ('sig' + 'moid',)", "__match_args__ (attributes"),
+        # A dataclass names its fields in __match_args__: `sigmoid: object` is the attribute.
+        ("match torch:\n case Fetch(found): pass", "a class pattern with positional parts"),
         # Another thread, where torch's per-thread modes (the run-time checks) are not active.
         ("import threading", "import of threading"),
         ("from concurrent.futures import ThreadPoolExecutor", "import of concurrent"),

@@ -13,7 +13,8 @@ d loss / d input). `torch.autograd.Function` lets you write such a pair yourself
 Rules for this file: write the sigmoid yourself. Do not use `torch.sigmoid`,
 `torch.special.expit`, `torch.nn.functional.sigmoid`, `torch.nn.Sigmoid`,
 `Tensor.sigmoid` or `logsigmoid`, nor the built-ins with a sigmoid inside or in their
-gradient (`glu`, `silu`, `softmax`, `softplus`, BCE with logits); the grader checks.
+gradient (`glu`, `silu`, `softmax`, `softplus`, the BCE-with-logits and soft margin
+losses); the grader checks.
 
 Numerical stability matters: outputs and gradients must stay finite for inputs as large
 as |x| = 1e4 in float32. `1 / (1 + torch.exp(-x))` overflows `exp` for large negative x

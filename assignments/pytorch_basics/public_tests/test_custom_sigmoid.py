@@ -20,6 +20,7 @@ ReLUProblem = Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor, torc
 FORBIDDEN_NAMES = {"sigmoid", "sigmoid_", "expit", "Sigmoid", "logsigmoid", "LogSigmoid"}
 FORBIDDEN_NAMES |= {"glu", "GLU", "silu", "silu_", "SiLU", "softmax", "Softmax", "log_softmax"}
 FORBIDDEN_NAMES |= {"softplus", "Softplus", "binary_cross_entropy_with_logits", "BCEWithLogitsLoss"}
+FORBIDDEN_NAMES |= {"soft_margin_loss", "SoftMarginLoss", "multilabel_soft_margin_loss"}
 
 
 @pytest.fixture
@@ -135,7 +136,8 @@ def test_no_builtin_sigmoid(part: ModuleType, monkeypatch: pytest.MonkeyPatch) -
     assert not uses, (
         "custom_sigmoid.py must not use torch.sigmoid, torch.special.expit, F.sigmoid, "
         "nn.Sigmoid, Tensor.sigmoid or logsigmoid, nor glu, silu, softmax, softplus or "
-        "BCE with logits (a sigmoid inside or in the gradient); found: " + "; ".join(uses)
+        "the BCE-with-logits or soft margin losses (a sigmoid inside or in the gradient); "
+        "found: " + "; ".join(uses)
     )
 
 

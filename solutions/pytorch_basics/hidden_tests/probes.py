@@ -12,8 +12,12 @@ reference code, no secrets. Later parts build their models and data with plain
 
 from __future__ import annotations
 
+import _thread
 import math
+import os
 import random
+import resource
+import threading
 import time
 import types
 from collections import OrderedDict
@@ -24,6 +28,56 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 # --------------------------------------------------------------------------- helpers
+
+
+class _ElsewhereWatch:
+    """Sees the work a call does outside its own thread, where the run-time checks cannot.
+
+    torch's dispatch and function modes are per thread, and a forked process (a DataLoader
+    worker) has its own copies: a fresh thread, a thread kept running from import time (a
+    logging QueueListener) or a child process computes unseen. So, around the call: Python
+    threads running at its start or end and those started during it, child processes alive,
+    and children that ended (the largest memory of the process's reaped children is no
+    longer 0).
+    """
+
+    def __init__(self):
+        self.found = []
+        self._starts = 0
+
+    def __enter__(self):
+        self._look()
+        original = threading._start_new_thread
+
+        def counted(*args, **kwargs):
+            self._starts += 1
+            return original(*args, **kwargs)
+
+        self._original = original
+        threading._start_new_thread = counted
+        return self
+
+    def __exit__(self, *exc):
+        threading._start_new_thread = self._original
+        if self._starts:
+            self.found.append(f"{self._starts} thread(s) started")
+        if not self.found:
+            self._look()
+        return False
+
+    def _look(self):
+        running = _thread._count()
+        if running:
+            self.found.append(f"{running} other thread(s) running")
+        try:
+            with open(f"/proc/self/task/{os.getpid()}/children", encoding="ascii") as handle:
+                children = len(handle.read().split())
+        except OSError:
+            children = 0
+        if children:
+            self.found.append(f"{children} child process(es) running")
+        elif resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss:
+            self.found.append("child processes run")
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -200,7 +254,7 @@ def forward_backward_no_autograd(part, *, seed, device, dtype, shape):
     engine = _EngineCounter(Variable._execution_engine)
     Variable._execution_engine = engine
     try:
-        with _DispatchRecorder() as dispatched, _Recorder() as rec:
+        with _ElsewhereWatch() as elsewhere, _DispatchRecorder() as dispatched, _Recorder() as rec:
             loss, grad_w1, grad_w2 = part.forward_backward(x, y, w1, w2)
     finally:
         Variable._execution_engine = engine._engine
@@ -215,6 +269,7 @@ def forward_backward_no_autograd(part, *, seed, device, dtype, shape):
     returned = [t for t in (loss, grad_w1, grad_w2) if isinstance(t, torch.Tensor)]
     out = {
         "autograd_calls": autograd_names,
+        "elsewhere": elsewhere.found,
         "backward_passes": engine.runs,
         "graph_ops": sorted(dispatched.graph_ops)[:8],
         "loss_requires_grad": bool(getattr(loss, "requires_grad", False)),
@@ -431,7 +486,7 @@ def sigmoid_jacobians(part, *, seed, device):
 # softplus and BCE with logits, which have one inside or in their gradient (see
 # NO_BUILTIN_SIGMOID in test_custom_sigmoid.py).
 _BUILTIN_SIGMOID_OPS = ("sigmoid", "log_sigmoid", "glu", "silu", "softmax", "log_softmax")
-_BUILTIN_SIGMOID_OPS += ("softplus", "binary_cross_entropy_with_logits")
+_BUILTIN_SIGMOID_OPS += ("softplus", "binary_cross_entropy_with_logits", "soft_margin_loss")
 
 
 def sigmoid_uses_custom_function(part, *, seed, device, dtype):
@@ -445,7 +500,7 @@ def sigmoid_uses_custom_function(part, *, seed, device, dtype):
     x, grad_y = _sigmoid_inputs(seed, device, dtype, (5, 3), 3.0)
     x.requires_grad_()
     backward_error = ""
-    with _DispatchRecorder() as dispatched:
+    with _ElsewhereWatch() as elsewhere, _DispatchRecorder() as dispatched:
         y = part.sigmoid(x)
         grad_fn = type(y.grad_fn).__name__ if y.grad_fn is not None else "None"
         custom = isinstance(y.grad_fn, torch.autograd.function.BackwardCFunction)
@@ -466,6 +521,7 @@ def sigmoid_uses_custom_function(part, *, seed, device, dtype):
         ),
         "same_as_apply": bool(torch.equal(y.detach(), y2.detach())),
         "backward_error": backward_error,
+        "elsewhere": elsewhere.found,
     }
 
 

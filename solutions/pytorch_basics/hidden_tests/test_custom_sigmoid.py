@@ -137,6 +137,11 @@ def test_sigmoid_uses_custom_function(student, seed, device):
 def test_no_builtin_sigmoid_at_run_time(student, seed, device):
     """Sigmoid: forward and backward do not call a built-in sigmoid"""
     got = student(probes.sigmoid_uses_custom_function, seed=seed, device=device, dtype="float64")
+    assert not got["elsewhere"], (
+        f"your sigmoid worked outside the calling thread ({', '.join(got['elsewhere'])}), "
+        "where this check cannot see which operations ran. Compute it in the calling thread, "
+        "with torch.exp and arithmetic."
+    )
     assert not got["builtins_called"], (
         f"your sigmoid ran the built-in {', '.join(got['builtins_called'])} (torch.sigmoid, "
         "one of its aliases, or an op with one inside: glu, silu, softmax, softplus). Write "
@@ -188,14 +193,15 @@ def test_train_sigmoid_net(compare, seed, device, dtype, steps):
 # Built-in sigmoids: torch.sigmoid, Tensor.sigmoid(_), torch.special.expit,
 # torch.nn.functional.sigmoid, torch.nn.Sigmoid, logsigmoid and friends; and the built-ins
 # with a sigmoid inside: glu(stack([ones, x]))[0] is torch.sigmoid(x) bit for bit, silu(x) / x
-# and softmax(stack([x, 0 * x]))[0] are sigmoids too, and so are the gradients of softplus and
-# of binary_cross_entropy_with_logits.
+# and softmax(stack([x, 0 * x]))[0] are sigmoids too, and so are the gradients of softplus,
+# binary_cross_entropy_with_logits and the soft margin losses.
 NO_BUILTIN_SIGMOID = Rule(
     attributes=frozenset(
         {"sigmoid", "sigmoid_", "expit", "Sigmoid", "logsigmoid", "log_sigmoid", "LogSigmoid"}
         | {"glu", "GLU", "silu", "silu_", "SiLU", "softmax", "Softmax", "log_softmax"}
         | {"LogSoftmax", "_softmax", "_log_softmax", "softplus", "Softplus"}
-        | {"binary_cross_entropy_with_logits", "BCEWithLogitsLoss"}
+        | {"binary_cross_entropy_with_logits", "BCEWithLogitsLoss", "soft_margin_loss"}
+        | {"SoftMarginLoss", "multilabel_soft_margin_loss", "MultiLabelSoftMarginLoss"}
     )
 )
 

@@ -108,6 +108,11 @@ def test_works_without_autograd(student, seed, device):
         used.append(f"{got['backward_passes']} backward pass(es) of the autograd engine")
     if got["graph_ops"]:
         used.append(f"operations recorded in an autograd graph ({', '.join(got['graph_ops'])})")
+    if got["elsewhere"]:
+        used.append(
+            f"work outside the calling thread ({', '.join(got['elsewhere'])}), which this "
+            "check cannot see: compute in the calling thread"
+        )
     assert not used, (
         f"forward_backward used autograd at run time ({'; '.join(used)}). This part is about "
         "writing the backward pass by hand with plain tensor operations."
