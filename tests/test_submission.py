@@ -480,3 +480,14 @@ def test_an_entry_zipfile_cannot_read_costs_only_its_part(tmp_path: Path) -> Non
     assert set(prepared.problems) == {"two_layer_net", "autograd_loop"}
     for part in ("two_layer_net", "autograd_loop"):
         assert "header in the zip is damaged" in prepared.problems[part]
+
+
+def test_deep_and_repeated_copies_of_a_part_file_are_bounded(tmp_path: Path) -> None:
+    """Every copy of a part file is a candidate: 1,040 of them 32,000 folders deep cost the
+    grading process 17 s and 300 MB. Names longer than a path may be are not taken, nor
+    copies past the hundredth."""
+    entries = {"manual_backprop.py": GOOD.encode(), "a/" * 2100 + "two_layer_net.py": b"x\n"}
+    entries |= {f"copy{i}/autograd_loop.py": GOOD.encode() for i in range(150)}
+    prepared = prepare_submission(make_zip(tmp_path / "sub.zip", entries), ASSIGNMENT, tmp_path)
+    assert sorted(prepared.files) == ["autograd_loop.py", "manual_backprop.py"]
+    assert any("99 copies of autograd_loop.py" in note for note in prepared.notes)
