@@ -104,7 +104,9 @@ PROCESS_ATTRIBUTES = frozenset(
     {"fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "popen", "multiprocessing"}
     | {"spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe"}
     | {"ProcessPoolExecutor", "ThreadPoolExecutor", "Thread", "start_new_thread", "to_thread"}
-    | {"run_in_executor"}
+    | {"run_in_executor", "start_new", "_start_new_thread"}
+    # The thread modules as other modules' attributes (tempfile._thread, logging.threading).
+    | {"_thread", "threading"}
 )
 # Modules that turn a string or bytes into any object by name (pickle's GLOBAL opcode,
 # pydoc.locate, ...) or run code built at run time.

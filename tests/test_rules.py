@@ -84,6 +84,7 @@ NO_AUTOGRAD = Rule(
         ("match torch:\n case Fetch(found): pass", "a class pattern with positional parts"),
         # Another thread, where torch's per-thread modes (the run-time checks) are not active.
         ("import threading", "import of threading"),
+        ("tempfile._thread.start_new(f, ())", "._thread (work in another process"),
         ("from concurrent.futures import ThreadPoolExecutor", "import of concurrent"),
         ("t = torch.multiprocessing.Process(target=f)", ".multiprocessing"),
         ("from sys import _getframe", "import of sys._getframe"),

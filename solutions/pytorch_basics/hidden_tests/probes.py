@@ -36,10 +36,15 @@ class _ElsewhereWatch:
     torch's dispatch and function modes are per thread, and a forked process (a DataLoader
     worker) has its own copies: a fresh thread, a thread kept running from import time (a
     logging QueueListener) or a child process computes unseen. So, around the call: Python
-    threads running at its start or end and those started during it, child processes alive,
-    and children that ended (the largest memory of the process's reaped children is no
-    longer 0).
+    threads running at its start or end and those started during it (every Python way to
+    start one goes through `_thread.start_new_thread`, or `threading`'s copy of it), child
+    processes alive, and children reaped during the call (the kernel's accounting of reaped
+    children moved). Children that ended before the call (matplotlib runs fc-list at import)
+    did none of its work.
     """
+
+    _STARTERS = ((_thread, "start_new_thread"), (_thread, "start_new"))
+    _STARTERS += ((threading, "_start_new_thread"),)
 
     def __init__(self):
         self.found = []
@@ -47,23 +52,29 @@ class _ElsewhereWatch:
 
     def __enter__(self):
         self._look()
-        original = threading._start_new_thread
-
-        def counted(*args, **kwargs):
-            self._starts += 1
-            return original(*args, **kwargs)
-
-        self._original = original
-        threading._start_new_thread = counted
+        self._children_before = _reaped_children()
+        self._originals = [(owner, name, getattr(owner, name)) for owner, name in self._STARTERS]
+        for owner, name, original in self._originals:
+            setattr(owner, name, self._counted(original))
         return self
 
     def __exit__(self, *exc):
-        threading._start_new_thread = self._original
+        for owner, name, original in self._originals:
+            setattr(owner, name, original)
         if self._starts:
             self.found.append(f"{self._starts} thread(s) started")
+        if _reaped_children() != self._children_before:
+            self.found.append("child processes ran")
         if not self.found:
             self._look()
         return False
+
+    def _counted(self, start):
+        def counted(*args, **kwargs):
+            self._starts += 1
+            return start(*args, **kwargs)
+
+        return counted
 
     def _look(self):
         running = _thread._count()
@@ -76,8 +87,12 @@ class _ElsewhereWatch:
             children = 0
         if children:
             self.found.append(f"{children} child process(es) running")
-        elif resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss:
-            self.found.append("child processes run")
+
+
+def _reaped_children():
+    """What the kernel has counted for this process's reaped children (CPU time, faults)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime, usage.ru_stime, usage.ru_minflt, usage.ru_nvcsw, usage.ru_nivcsw)
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -487,6 +502,7 @@ def sigmoid_jacobians(part, *, seed, device):
 # NO_BUILTIN_SIGMOID in test_custom_sigmoid.py).
 _BUILTIN_SIGMOID_OPS = ("sigmoid", "log_sigmoid", "glu", "silu", "softmax", "log_softmax")
 _BUILTIN_SIGMOID_OPS += ("softplus", "binary_cross_entropy_with_logits", "soft_margin_loss")
+_BUILTIN_SIGMOID_OPS += ("gru", "lstm", "thnn_fused_gru_cell", "thnn_fused_lstm_cell")
 
 
 def sigmoid_uses_custom_function(part, *, seed, device, dtype):

@@ -202,6 +202,8 @@ NO_BUILTIN_SIGMOID = Rule(
         | {"LogSoftmax", "_softmax", "_log_softmax", "softplus", "Softplus"}
         | {"binary_cross_entropy_with_logits", "BCEWithLogitsLoss", "soft_margin_loss"}
         | {"SoftMarginLoss", "multilabel_soft_margin_loss", "MultiLabelSoftMarginLoss"}
+        # Recurrent cells compute sigmoid gates: a GRU cell with unit weights is sigmoid(x).
+        | {"gru_cell", "lstm_cell", "GRUCell", "LSTMCell", "GRU", "LSTM", "gru", "lstm"}
     )
 )
 
