@@ -473,7 +473,7 @@ def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
         return base in wanted or _is_notebook(base, notebook) or near_miss_key(base) in loose
 
     unreadable: list[str] = []
-    with _open_zip(path, relevant, unreadable) as archive:
+    with _open_zip(path, relevant, unreadable, found.notes) as archive:
         members = archive.infolist()
         candidates = _zip_candidates(members, wanted, notebook, found)
         for base, options in candidates.items():
@@ -560,13 +560,13 @@ def _zip_candidates(
 
 
 def _open_zip(
-    path: Path, relevant: Callable[[str], bool], unreadable: list[str]
+    path: Path, relevant: Callable[[str], bool], unreadable: list[str], notes: list[str]
 ) -> zipfile.ZipFile:
     """Open the archive with only its `relevant` entries (by base name) that zipfile can read;
     the names of the relevant ones it cannot read go to `unreadable`."""
     try:
         data = _read_capped_file(path, MAX_ARCHIVE_BYTES)
-        kept = _readable_relevant_records(path, data, relevant, unreadable)
+        kept = _readable_relevant_records(path, data, relevant, unreadable, notes)
         return zipfile.ZipFile(io.BytesIO(kept))
     except SubmissionError:
         raise
@@ -578,7 +578,11 @@ def _open_zip(
 
 
 def _readable_relevant_records(
-    path: Path, data: bytes, relevant: Callable[[str], bool], unreadable: list[str]
+    path: Path,
+    data: bytes,
+    relevant: Callable[[str], bool],
+    unreadable: list[str],
+    notes: list[str],
 ) -> bytes:
     """`data` with a central directory of only the entries that may hold an assignment file
     and that zipfile can read, each judged alone.
@@ -589,41 +593,33 @@ def _readable_relevant_records(
     notes.txt. It also builds an object per record before the entries can be counted (1.4
     million records: 7 s and 800 MB). So the records are walked here, where zipfile finds
     them (its own end-record reader), counted as they come, and only the relevant ones are
-    kept; a relevant one that zipfile cannot read alone is left out with a note, so it
-    costs only the parts that need it.
+    kept, the shallowest first (as the copies of a file are chosen); a relevant one that
+    zipfile cannot read alone goes to `unreadable`, so it costs only the parts that need it.
     """
-    end = _EndRecData(io.BytesIO(data))
-    if not end:
-        raise zipfile.BadZipFile("no end of central directory record")
-    size, offset = end[_ECD_SIZE], end[_ECD_OFFSET]
-    start = end[_ECD_LOCATION] - size
-    if end[_ECD_SIGNATURE] == stringEndArchive64:
-        start -= sizeEndCentDir64 + sizeEndCentDir64Locator
-    if start < 0 or start + size > len(data):
-        raise zipfile.BadZipFile("central directory outside the archive")
-    kept: list[bytes] = []
-    position, count = start, 0
-    while position < start + size:
-        count += 1
-        if count > MAX_ARCHIVE_MEMBERS:
-            raise SubmissionError(
-                f"{path.name} holds over {MAX_ARCHIVE_MEMBERS} entries; zip only your "
-                "assignment files."
-            )
-        if data[position : position + 4] != _CENTRAL_HEADER:
-            raise zipfile.BadZipFile("bad central directory record")
-        name_length, extra_length, comment_length = struct.unpack_from("<HHH", data, position + 28)
-        length = _CENTRAL_HEADER_SIZE + name_length + extra_length + comment_length
-        record = bytearray(data[position : position + length])
-        position += length
-        raw_name = bytes(record[_CENTRAL_HEADER_SIZE : _CENTRAL_HEADER_SIZE + name_length])
-        (flags,) = struct.unpack_from("<H", record, 8)
+    start, offset, records = _central_directory(path, data)
+    found: list[tuple[int, str, int, int]] = []  # (depth, name, position, length)
+    for position, length in records:
+        flags, name_length, _ = _flags_and_lengths(data[position : position + 32])
+        name_at = position + _CENTRAL_HEADER_SIZE
+        raw_name = data[name_at : name_at + name_length]
+        # zipfile cuts a name at a NUL byte (an empty name broke it); no file has one.
+        if name_length > MAX_ENTRY_NAME_BYTES or b"\0" in raw_name:
+            continue
         shown = raw_name.decode("utf-8" if flags & _UTF8_FLAG else "cp437", "replace")
-        too_many = len(kept) + len(unreadable) >= MAX_RELEVANT_ENTRIES
-        if name_length > MAX_ENTRY_NAME_BYTES or too_many:
-            continue
-        if not relevant(shown.replace("\\", "/").rsplit("/", 1)[-1]):
-            continue
+        name = shown.replace("\\", "/")
+        if relevant(name.rsplit("/", 1)[-1]):
+            found.append((name.count("/"), name, position, length))
+    found.sort()
+    if len(found) > MAX_RELEVANT_ENTRIES:
+        notes.append(
+            f"{path.name} holds {len(found)} entries named like assignment files; only the "
+            f"{MAX_RELEVANT_ENTRIES} in the fewest folders were looked at."
+        )
+    kept: list[bytes] = []
+    for _, shown, record_at, length in found[:MAX_RELEVANT_ENTRIES]:
+        record = bytearray(data[record_at : record_at + length])
+        (flags, name_length, extra_length) = _flags_and_lengths(record)
+        raw_name = bytes(record[_CENTRAL_HEADER_SIZE : _CENTRAL_HEADER_SIZE + name_length])
         if flags & _UTF8_FLAG and not _is_utf8(raw_name):
             # zipfile then reads the name as cp437, which never fails.
             struct.pack_into("<H", record, 8, flags & ~_UTF8_FLAG)
@@ -634,6 +630,42 @@ def _readable_relevant_records(
         kept.append(bytes(record))
     directory = b"".join(kept)
     return data[:start] + directory + _end_record(len(kept), len(directory), offset)
+
+
+def _central_directory(path: Path, data: bytes) -> tuple[int, int, list[tuple[int, int]]]:
+    """(start, declared offset, (position, length) of each record) of the archive's central
+    directory, found where zipfile finds it (its own end-record reader), counted as walked."""
+    end = _EndRecData(io.BytesIO(data))
+    if not end:
+        raise zipfile.BadZipFile("no end of central directory record")
+    size, offset = end[_ECD_SIZE], end[_ECD_OFFSET]
+    start = end[_ECD_LOCATION] - size
+    if end[_ECD_SIGNATURE] == stringEndArchive64:
+        start -= sizeEndCentDir64 + sizeEndCentDir64Locator
+    if start < 0 or start + size > len(data):
+        raise zipfile.BadZipFile("central directory outside the archive")
+    records: list[tuple[int, int]] = []
+    position = start
+    while position < start + size:
+        if len(records) >= MAX_ARCHIVE_MEMBERS:
+            raise SubmissionError(
+                f"{path.name} holds over {MAX_ARCHIVE_MEMBERS} entries; zip only your "
+                "assignment files."
+            )
+        if data[position : position + 4] != _CENTRAL_HEADER:
+            raise zipfile.BadZipFile("bad central directory record")
+        name_length, extra_length, comment_length = struct.unpack_from("<HHH", data, position + 28)
+        length = _CENTRAL_HEADER_SIZE + name_length + extra_length + comment_length
+        records.append((position, length))
+        position += length
+    return start, offset, records
+
+
+def _flags_and_lengths(record: bytes | bytearray) -> tuple[int, int, int]:
+    """A central-directory record's flags, name length and extra-field length."""
+    (flags,) = struct.unpack_from("<H", record, 8)
+    name_length, extra_length = struct.unpack_from("<HH", record, 28)
+    return int(flags), int(name_length), int(extra_length)
 
 
 def _end_record(entries: int, size: int, offset: int) -> bytes:

@@ -491,3 +491,24 @@ def test_deep_and_repeated_copies_of_a_part_file_are_bounded(tmp_path: Path) -> 
     prepared = prepare_submission(make_zip(tmp_path / "sub.zip", entries), ASSIGNMENT, tmp_path)
     assert sorted(prepared.files) == ["autograd_loop.py", "manual_backprop.py"]
     assert any("99 copies of autograd_loop.py" in note for note in prepared.notes)
+
+
+def test_the_shallowest_copies_are_looked_at_whatever_their_order(tmp_path: Path) -> None:
+    """Past the hundredth copy, entries were dropped in archive order: `zip -r` stored
+    older drafts first, and a draft was graded instead of the top-level file."""
+    entries = {f"hw/drafts/v{i:03d}/manual_backprop.py": b"x = 'draft'\n" for i in range(120)}
+    entries["hw/manual_backprop.py"] = GOOD.encode()
+    prepared = prepare_submission(make_zip(tmp_path / "sub.zip", entries), ASSIGNMENT, tmp_path)
+    assert prepared.files["manual_backprop.py"].read_text() == GOOD
+    assert any("only the 100 in the fewest folders" in note for note in prepared.notes)
+
+
+def test_a_junk_entry_whose_name_starts_with_a_nul_byte_is_ignored(tmp_path: Path) -> None:
+    """zipfile cuts a name at its NUL byte: the empty name made the grade a grader error."""
+    archive = make_zip(
+        tmp_path / "sub.zip",
+        {"manual_backprop.py": GOOD.encode(), "ZULNAME/manual_backprop.py": b"x = 1\n"},
+    )
+    archive.write_bytes(archive.read_bytes().replace(b"ZULNAME", b"\0ULNAME"))
+    prepared = prepare_submission(archive, ASSIGNMENT, tmp_path / "out")
+    assert prepared.files["manual_backprop.py"].read_text() == GOOD
