@@ -80,7 +80,7 @@ def scratch_folder(prefix: str, root: Path | None = None) -> Iterator[Path]:
         os.write(owner, f"{os.getpid()}\n".encode())
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder)
         os.close(owner)
 
 
@@ -111,11 +111,37 @@ def sweep_abandoned(root: Path) -> list[Path]:
         except OSError:
             continue  # held: its grade is still running
         else:
-            shutil.rmtree(entry.path, ignore_errors=True)
+            remove_tree(Path(entry.path))
             removed.append(Path(entry.path))
         finally:
             os.close(lock)
     return removed
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove `folder`, its owner lock last, also where a folder inside gave up its modes.
+
+    Without root, student code runs as the grading user and can `chmod 000` a folder in its
+    job's home: the removal then failed halfway, and once the lock was gone no sweep would
+    ever take the rest. So every folder is made searchable again before anything is removed.
+    """
+    for current, folders, _ in os.walk(folder):
+        for name in folders:
+            path = os.path.join(current, name)
+            if not os.path.islink(path):
+                with contextlib.suppress(OSError):
+                    os.chmod(path, 0o700)
+    try:
+        children = [child for child in folder.iterdir() if child.name != OWNER_LOCK]
+    except OSError:
+        children = []
+    for child in children:
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                child.unlink()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _is_own_scratch(entry: os.DirEntry[str]) -> bool:

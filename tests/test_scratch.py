@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -106,3 +107,31 @@ def test_a_new_folder_sweeps_those_no_living_process_owns(tmp_path: Path) -> Non
         "grader-older",
         "pytest-of-someone",
     ]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+def test_a_folder_that_gave_up_its_modes_is_removed_too() -> None:
+    """Without root, student code runs as the grading user and can `chmod 000` a folder in
+    its job's home: removal failed halfway, took the lock, and left the rest for good."""
+    nobody = 65534
+    base = Path(tempfile.mkdtemp(prefix="scratch-modes-"))  # pytest's own are root's, 0700
+    base.chmod(0o755)
+    root = base / "scratch"
+    root.mkdir()
+    os.chown(root, nobody, nobody)
+    try:
+        os.setegid(nobody)
+        os.seteuid(nobody)  # the grading user, without root
+        try:
+            with scratch.scratch_folder("grader-", root) as folder:
+                (folder / "job" / "home" / "trap" / "x").mkdir(parents=True)
+                (folder / "job" / "home" / "trap").chmod(0)
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
+        assert list(root.iterdir()) == []
+    finally:
+        for current, folders, _ in os.walk(base):
+            for name in folders:
+                os.chmod(os.path.join(current, name), 0o700)
+        shutil.rmtree(base)
