@@ -489,7 +489,8 @@ def _from_zip(path: Path, wanted: set[str], notebook: str | None) -> _Found:
             # zipfile, zlib, lzma and bz2 raise many kinds for one damaged or odd member:
             # whatever it is, it costs only the parts that need this file.
             except Exception as error:
-                found.unreadable[base] = _unreadable_member(path, member, error)
+                reason = str(error) or type(error).__name__
+                found.unreadable[base] = _unreadable_member(path, member.filename, reason)
                 continue
             _keep(found, base, data, member.file_size)
     _record_unreadable_entries(path, unreadable, wanted, found)
@@ -505,12 +506,8 @@ def _record_unreadable_entries(
     for name in names:
         base = name.replace("\\", "/").rsplit("/", 1)[-1]
         if base in wanted and base not in found.sources:
-            found.unreadable.setdefault(
-                base,
-                f"Could not read {clean_name(name)} from {clean_name(path.name)}: its header "
-                "in the zip is damaged or uses an unusual format. Create the zip again "
-                "(python -m grader submit writes one) and submit it.",
-            )
+            reason = "its header in the zip is damaged"
+            found.unreadable.setdefault(base, _unreadable_member(path, name, reason))
         elif base not in wanted:
             others.append(clean_name(name, 80))
     if others:
@@ -522,11 +519,11 @@ def _record_unreadable_entries(
         )
 
 
-def _unreadable_member(path: Path, member: zipfile.ZipInfo, error: Exception) -> str:
-    """What to tell a student whose archive member could not be read."""
-    reason = clean_name(str(error) or type(error).__name__, 200)
+def _unreadable_member(path: Path, name: str, reason: str) -> str:
+    """What to tell a student whose archive member `name` could not be read, and why."""
     return (
-        f"Could not read {clean_name(member.filename)} from {clean_name(path.name)} ({reason}): "
+        f"Could not read {clean_name(name)} from {clean_name(path.name)} "
+        f"({clean_name(reason, 200)}): "
         "that entry of the zip is damaged or uses an unusual format. Create the zip again "
         "(python -m grader submit writes one) and submit it."
     )
@@ -597,35 +594,34 @@ def _readable_relevant_records(
     zipfile cannot read alone goes to `unreadable`, so it costs only the parts that need it.
     """
     start, offset, records = _central_directory(path, data)
-    found: list[tuple[int, str, int, int]] = []  # (depth, name, position, length)
+    # (depth, name, position, length, flags, raw name, extra-field length)
+    found: list[tuple[int, str, int, int, int, bytes, int]] = []
     for position, length in records:
-        flags, name_length, _ = _flags_and_lengths(data[position : position + 32])
+        (flags,) = struct.unpack_from("<H", data, position + 8)
+        name_length, extra_length = struct.unpack_from("<HH", data, position + 28)
         name_at = position + _CENTRAL_HEADER_SIZE
         raw_name = data[name_at : name_at + name_length]
         # zipfile cuts a name at a NUL byte (an empty name broke it); no file has one.
         if name_length > MAX_ENTRY_NAME_BYTES or b"\0" in raw_name:
             continue
-        shown = raw_name.decode("utf-8" if flags & _UTF8_FLAG else "cp437", "replace")
-        name = shown.replace("\\", "/")
+        name = _entry_name(raw_name, flags).replace("\\", "/")
         if relevant(name.rsplit("/", 1)[-1]):
-            found.append((name.count("/"), name, position, length))
-    found.sort()
+            found.append((name.count("/"), name, position, length, flags, raw_name, extra_length))
+    found.sort(key=lambda entry: entry[:3])
     if len(found) > MAX_RELEVANT_ENTRIES:
         notes.append(
             f"{path.name} holds {len(found)} entries named like assignment files; only the "
             f"{MAX_RELEVANT_ENTRIES} in the fewest folders were looked at."
         )
     kept: list[bytes] = []
-    for _, shown, record_at, length in found[:MAX_RELEVANT_ENTRIES]:
-        record = bytearray(data[record_at : record_at + length])
-        (flags, name_length, extra_length) = _flags_and_lengths(record)
-        raw_name = bytes(record[_CENTRAL_HEADER_SIZE : _CENTRAL_HEADER_SIZE + name_length])
+    for _, _, position, length, flags, raw_name, extra_length in found[:MAX_RELEVANT_ENTRIES]:
+        record = bytearray(data[position : position + length])
         if flags & _UTF8_FLAG and not _is_utf8(raw_name):
             # zipfile then reads the name as cp437, which never fails.
             struct.pack_into("<H", record, 8, flags & ~_UTF8_FLAG)
         # zipfile decodes extra fields record by record: 9 ms for one of 64 KiB.
         if extra_length > MAX_EXTRA_BYTES or not _opens_alone(bytes(record)):
-            unreadable.append(shown)
+            unreadable.append(_entry_name(raw_name, flags))
             continue
         kept.append(bytes(record))
     directory = b"".join(kept)
@@ -661,11 +657,9 @@ def _central_directory(path: Path, data: bytes) -> tuple[int, int, list[tuple[in
     return start, offset, records
 
 
-def _flags_and_lengths(record: bytes | bytearray) -> tuple[int, int, int]:
-    """A central-directory record's flags, name length and extra-field length."""
-    (flags,) = struct.unpack_from("<H", record, 8)
-    name_length, extra_length = struct.unpack_from("<HH", record, 28)
-    return int(flags), int(name_length), int(extra_length)
+def _entry_name(raw_name: bytes, flags: int) -> str:
+    """An entry's name as zipfile decodes it, undecodable bytes replaced."""
+    return raw_name.decode("utf-8" if flags & _UTF8_FLAG else "cp437", "replace")
 
 
 def _end_record(entries: int, size: int, offset: int) -> bytes:
