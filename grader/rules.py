@@ -97,6 +97,10 @@ FRAME_ATTRIBUTES = frozenset(
     # Every class in the process, from `object` down: the probe's recorders among them.
     | {"__subclasses__"}
 )
+# The dunder names among them, which a class body can also set as plain names.
+DUNDER_LOOKUPS = frozenset(
+    name for name in DYNAMIC_ATTRIBUTES | FRAME_ATTRIBUTES if name.startswith("__")
+)
 # Work done in another process, which the run-time checks (in this one) never see, or in
 # another thread, which they do not see either: torch's dispatch and function modes are per
 # thread, so a fresh thread runs with none of them.
@@ -298,7 +302,7 @@ def _forbidden_use(
             return f"{node.id} with a name built at run time"
         # Set in a class body, these are the class's own: `__match_args__ = ("sig" + "moid",)`
         # makes `case C(found)` read that attribute of any subject.
-        if node.id.startswith("__") and node.id in DYNAMIC_ATTRIBUTES | FRAME_ATTRIBUTES:
+        if node.id in DUNDER_LOOKUPS:
             return f"{node.id} (attributes looked up by name)"
     elif isinstance(node, ast.keyword) and node.arg in rule.attributes:
         return f"{node.arg}="
