@@ -24,7 +24,7 @@ import torch
 
 from grader.assignment import load_assignment
 from grader.batch.discovery import BatchItem
-from grader.batch.gradebook import CANVAS_COLUMNS, CANVAS_POINTS_ROW, canvas_rows
+from grader.batch.gradebook import CANVAS_COLUMNS, CANVAS_POINTS_ROW, canvas_gradebook, points
 from grader.batch.metadata import Submitter
 from grader.batch.run import BatchOptions, run_batch
 from grader.batch.stats import summarize
@@ -186,7 +186,8 @@ def test_canvas_rows_follow_the_import_layout() -> None:
         "solo": report_of([]),
         "crashed": report_of([]) | {"grader_error": "worker died"},
     }
-    rows = canvas_rows(items, typed(reports), ASSIGNMENT)
+    canvas = canvas_gradebook(items, typed(reports), ASSIGNMENT)
+    rows = canvas.rows
     assert rows[0] == [*CANVAS_COLUMNS, ASSIGNMENT.title]
     assert rows[1] == [CANVAS_POINTS_ROW, "", "", "", "", "100"]
     body = {row[0]: row for row in rows[2:]}
@@ -194,17 +195,87 @@ def test_canvas_rows_follow_the_import_layout() -> None:
     assert body["Bo"][-1] == "82.78"  # each member of a group gets the group's score
     assert body["solo"][-1] == "10"
     assert body["'=1+1"][-1] == ""  # a grader error leaves the grade alone
+    assert canvas.warnings == ()
 
 
 @pytest.mark.parametrize("hidden", ["\u200b", "\ufeff", "\u2060", "\u00ad", "\u200e", " \u3000"])
 def test_a_formula_behind_invisible_characters_is_defused_too(hidden: str) -> None:
     name = f'{hidden}=HYPERLINK("http://x.example")'
     items = [BatchItem("s", Path("s"), (Submitter(name, f"{hidden}+cmd", "7"),))]
-    rows = canvas_rows(items, typed({"s": report_of([])}), ASSIGNMENT)
-    assert rows[2][0] == f"'{name}" and rows[2][3] == f"'{hidden}+cmd"
+    canvas = canvas_gradebook(items, typed({"s": report_of([])}), ASSIGNMENT)
+    assert canvas.rows[2][0] == f"'{name}" and canvas.rows[2][3] == f"'{hidden}+cmd"
+    # Canvas would look the student up by "'+cmd": staff are told it will not match.
+    [warning] = canvas.warnings
+    assert warning.startswith("s: its SIS Login ID") and "will not find the student" in warning
     # Text that merely contains such characters is left as it is.
     plain = [BatchItem("s", Path("s"), (Submitter(f"Ana{hidden}Lee"),))]
-    assert canvas_rows(plain, typed({"s": report_of([])}), ASSIGNMENT)[2][0] == f"Ana{hidden}Lee"
+    rows = canvas_gradebook(plain, typed({"s": report_of([])}), ASSIGNMENT).rows
+    assert rows[2][0] == f"Ana{hidden}Lee"
+
+
+@pytest.mark.parametrize(
+    ("name", "cell"),
+    [
+        ("Points Possible", "Points_Possible"),
+        ("    Points Possible", "    Points_Possible"),
+        ("Ada (Points Possible)", "Ada (Points_Possible)"),
+        ("points\u00a0 POSSIBLE", "points_POSSIBLE"),
+        ("=Points Possible", "'=Points_Possible"),
+    ],
+)
+def test_a_name_canvas_reads_as_the_points_row_imports_as_the_students_row(
+    name: str, cell: str
+) -> None:
+    items = [BatchItem("s", Path("s"), (Submitter(name, "s@x.edu", "9"),))]
+    canvas = canvas_gradebook(items, typed({"s": report_of([])}), ASSIGNMENT)
+    assert canvas.rows[2] == [cell, "", "9", "s@x.edu", "", "10"]
+    # Canvas's own test: the first cell holds "Points Possible" (GradebookImporter).
+    assert [row[0] for row in canvas.rows if "Points Possible" in row[0]] == [CANVAS_POINTS_ROW]
+    [warning] = canvas.warnings
+    assert warning.startswith("s: the name") and repr(cell) in warning
+
+
+def test_an_identity_on_two_submissions_leaves_all_its_rows_unscored() -> None:
+    items = [
+        BatchItem("a", Path("a"), (Submitter("Ada", "ada@x.edu", "100"),)),
+        # Claims Ada's SIS id with another login; Bo, in the same group, keeps his score.
+        BatchItem("b", Path("b"), (Submitter("Eve", "eve@x.edu", "100"), Submitter("Bo"))),
+        # Ada's login in another case, with no SIS id.
+        BatchItem("c", Path("c"), (Submitter("Cy", "ADA@x.edu"),)),
+        # "1,5" and "1.5" are the same SIS id to Canvas's number converter.
+        BatchItem("d", Path("d"), (Submitter("Di", "", "1,5"),)),
+        BatchItem("e", Path("e"), (Submitter("Ed", "", "1.5"),)),
+        # No ids: Canvas matches by name, and two rows name the same student.
+        BatchItem("f", Path("f"), (Submitter("Fay"),)),
+        BatchItem("g", Path("g"), (Submitter("fay"),)),
+        # One submission naming the same person twice is one claim, not two.
+        BatchItem("h", Path("h"), (Submitter("Hal", "", "7"), Submitter("Hal", "", "7"))),
+        BatchItem("i", Path("i"), (Submitter("Ida", "ida@x.edu", "8"),)),
+    ]
+    reports = typed({key: report_of([]) for key in "abcdefghi"})
+    canvas = canvas_gradebook(items, reports, ASSIGNMENT)
+    scores = [(row[0], row[-1]) for row in canvas.rows[2:]]
+    assert scores == [
+        ("Ada", ""),
+        ("Eve", ""),
+        ("Bo", "10"),
+        ("Cy", ""),
+        ("Di", ""),
+        ("Ed", ""),
+        ("Fay", ""),
+        ("fay", ""),
+        ("Hal", "10"),
+        ("Hal", "10"),
+        ("Ida", "10"),
+    ]
+    assert [w.split(" is claimed by ")[0] for w in canvas.warnings] == [
+        "SIS User ID '100'",
+        "SIS Login ID 'ada@x.edu'",
+        "SIS User ID '1,5'",
+        "Student 'Fay'",
+    ]
+    assert "2 submissions (a, b)" in canvas.warnings[0]
+    assert "2 submissions (a, c)" in canvas.warnings[1]
 
 
 def test_missing_ray_is_reported_before_anything_starts(
@@ -439,6 +510,67 @@ def test_the_copied_pair_ranks_first_in_its_part(small_class: SmallClass) -> Non
     assert "<mark>" in page and "copy_a" in page and "copy_b" in page
     summary = (small_class.out / "summary.html").read_text()
     assert sigmoid[0]["page"] in summary and "side by side" in summary
+
+
+# Gradescope's export metadata as it comes: the names and ids are what students typed or
+# what the roster holds, so a student may be called "Points Possible" and two submissions may
+# claim one SIS id.
+HOSTILE_IDENTITIES = """\
+submission_1:
+  :submitters:
+  - :name: Points Possible
+    :sid: '100'
+    :email: pp@example.edu
+submission_2:
+  :submitters:
+  - :name: Ada Lovelace
+    :sid: '200'
+    :email: ada@example.edu
+  - :name: Bo Group
+    :sid: '300'
+    :email: bo@example.edu
+submission_3:
+  :submitters:
+  - :name: "=Eve"
+    :sid: '200'
+    :email: eve@example.edu
+"""
+
+
+@pytest.mark.slow
+def test_canvas_import_of_hostile_names_and_a_shared_sis_id(tmp_path: Path) -> None:
+    export = tmp_path / "export"
+    for key in ("submission_1", "submission_2", "submission_3"):
+        (export / key).mkdir(parents=True)
+        shutil.copy(SOLUTIONS_DIR / "custom_sigmoid.py", export / key)
+    (export / "submission_metadata.yml").write_text(HOSTILE_IDENTITIES)
+    out = tmp_path / "out"
+    result = run_grader_cli(
+        "batch", export, "--out", out, "--workers", "1", "--seed", str(SEED), "--no-similarity"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    with (out / "gradebook-canvas.csv").open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    sigmoid = points(POINTS["custom_sigmoid"])
+    assert rows == [
+        [*CANVAS_COLUMNS, ASSIGNMENT.title],
+        [CANVAS_POINTS_ROW, "", "", "", "", points(ASSIGNMENT.max_score)],
+        ["Points_Possible", "", "100", "pp@example.edu", "", sigmoid],
+        ["Ada Lovelace", "", "200", "ada@example.edu", "", ""],
+        ["Bo Group", "", "300", "bo@example.edu", "", sigmoid],
+        ["'=Eve", "", "200", "eve@example.edu", "", ""],
+    ]
+    said = " ".join(result.stdout.split())
+    assert "SIS User ID '200' is claimed by 2 submissions (submission_2, submission_3)" in said
+    assert "submission_1: the name 'Points Possible'" in said
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(summary["gradebook_warnings"]) == 2
+    assert "Check before importing" in (out / "summary.html").read_text()
+    # The staff gradebook keeps every score: only the Canvas import holds them back.
+    with (out / "gradebook.csv").open(newline="") as handle:
+        staff = {row["submission"]: row for row in csv.DictReader(handle)}
+    assert {key: row["total"] for key, row in staff.items()} == dict.fromkeys(staff, sigmoid)
+    assert staff["submission_3"]["student"] == "'=Eve"
 
 
 def test_no_similarity_skips_it(tmp_path: Path) -> None:

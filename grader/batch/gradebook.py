@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -95,26 +96,117 @@ CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_POINTS_ROW = "    Points Possible"
 
 
-def canvas_rows(
+# Canvas's importer (GradebookImporter#check_for_non_student_row) takes any row whose first
+# cell contains "Points Possible" as the points-possible row: the assignment's maximum, never a
+# grade. Matched here in any case and spacing, so near misses are caught too. (It also skips a
+# row whose every cell is empty, "Muted" or "Manual Posting...": a scored row never is one, and
+# skipping an unscored row leaves the grade alone, as its empty score means to.)
+_CANVAS_POINTS_TEXT = re.compile(r"points(\s+)possible", re.IGNORECASE)
+# Canvas reads each cell that looks like a number written with "," or "." through its
+# decimal_comma_to_period converter: "12,345" and "12.345" are the same SIS id to it.
+_CANVAS_NUMBER = re.compile(r"-?[0-9.,]+%?")
+
+
+@dataclass(frozen=True)
+class CanvasGradebook:
+    """Canvas's import rows (header, points possible, one row per student) and what staff
+    should know before importing them."""
+
+    rows: list[list[str]]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _CanvasStudent:
+    key: str
+    person: Submitter
+    score: str
+
+    @property
+    def name(self) -> str:
+        return self.person.name or self.key
+
+    def claims(self) -> dict[tuple[str, str], str]:
+        """What Canvas may match this row's student by: (column, value as compared) -> value.
+
+        Canvas looks a row up by its SIS User ID, then its SIS Login ID, then its name, so the
+        name only decides for a row with neither id.
+        """
+        ids = {"SIS User ID": self.person.sid, "SIS Login ID": self.person.email}
+        found = {(column, _canvas_identity(v)): v for column, v in ids.items() if v.strip()}
+        return found or {("Student", _canvas_identity(self.name)): self.name}
+
+
+def _canvas_identity(value: str) -> str:
+    """`value` as Canvas compares it (after its number converter), casefolded: two claims that
+    could name the same student compare equal."""
+    value = value.strip()
+    if _CANVAS_NUMBER.fullmatch(value):
+        *whole, last = re.split(r"[,.]", value)
+        value = f"{''.join(whole)}.{last}" if whole else last
+    return value.casefold()
+
+
+def _canvas_student_cell(name: str) -> str:
+    """The Student cell for `name`: formula-safe, and never read as the points-possible row."""
+    return _CANVAS_POINTS_TEXT.sub(lambda m: m[0].replace(m[1], "_"), _cell(name))
+
+
+def canvas_gradebook(
     items: list[BatchItem], reports: Mapping[str, Report | None], assignment: Assignment
-) -> list[list[str]]:
+) -> CanvasGradebook:
     """Canvas's gradebook import layout: one row per student, a group's score on each member.
 
     Canvas matches rows by ID or SIS ids: Gradescope's `sid` goes in SIS User ID and the email
     in SIS Login ID; the Canvas ID and Section stay empty (Canvas fills them from its roster).
     A submission graded with a grader error, or not graded, leaves the score empty, so the
-    import does not overwrite a grade with a wrong 0.
+    import does not overwrite a grade with a wrong 0. So do the rows of two submissions that
+    claim the same student (an SIS id, a login, or a name where a row has neither): Canvas
+    would keep whichever it reads last. Names are the students' own text: one that Canvas
+    would read as its points-possible row gets "_" for its space. Each of these is a warning.
     """
-    header = [*CANVAS_COLUMNS, assignment.title or assignment.id]
-    rows = [header, [CANVAS_POINTS_ROW, "", "", "", "", points(assignment.max_score)]]
+    students = []
     for item in sorted(items, key=lambda i: i.key):
         report = reports.get(item.key)
         status = report_status(report)
         score = points(report.result.score) if report and status != STATUS_GRADER_ERROR else ""
         for person in item.submitters or (Submitter(name=item.key),):
-            name = _cell(person.name or item.key)
-            rows.append([name, "", _cell(person.sid), _cell(person.email), "", score])
-    return rows
+            students.append(_CanvasStudent(item.key, person, score))
+    claimants: dict[tuple[str, str], list[_CanvasStudent]] = {}
+    for student in students:
+        for claim in student.claims():
+            claimants.setdefault(claim, []).append(student)
+    warnings = []
+    shared = set()
+    for (column, compared), claiming in claimants.items():
+        keys = sorted({student.key for student in claiming})
+        if len(keys) > 1:
+            shared.add((column, compared))
+            value = claiming[0].claims()[column, compared]
+            warnings.append(
+                f"{column} {value!r} is claimed by {len(keys)} submissions ({', '.join(keys)}): "
+                f"their rows in {CANVAS_FILE} have no score (Canvas would keep whichever it "
+                "reads last); find out who submitted what and enter these grades by hand"
+            )
+    header = [*CANVAS_COLUMNS, assignment.title or assignment.id]
+    rows = [header, [CANVAS_POINTS_ROW, "", "", "", "", points(assignment.max_score)]]
+    for student in students:
+        person, name = student.person, _canvas_student_cell(student.name)
+        if _CANVAS_POINTS_TEXT.search(student.name):
+            warnings.append(
+                f"{student.key}: the name {student.name!r} would make Canvas read the row as its "
+                f"points-possible row; its Student cell in {CANVAS_FILE} is {name!r}"
+            )
+        for column, value in (("SIS User ID", person.sid), ("SIS Login ID", person.email)):
+            if _cell(value) != value:
+                warnings.append(
+                    f"{student.key}: its {column} {value!r} starts like a spreadsheet formula, "
+                    "so it is written with a leading ' and Canvas will not find the student by it"
+                )
+        scored = not any(claim in shared for claim in student.claims())
+        score = student.score if scored else ""
+        rows.append([name, "", _cell(person.sid), _cell(person.email), "", score])
+    return CanvasGradebook(rows, tuple(warnings))
 
 
 def write_canvas_gradebook(path: Path, rows: list[list[str]]) -> None:

@@ -30,7 +30,7 @@ from grader.batch.gradebook import (
     REGRADE_DIFF_FILE,
     STATUS_GRADER_ERROR,
     ScoreChange,
-    canvas_rows,
+    canvas_gradebook,
     gradebook_rows,
     report_status,
     score_change,
@@ -219,7 +219,8 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
         rows = gradebook_rows(items, reports, assignment)
         write_gradebook(options.csv_path, rows, assignment)
         canvas_path = options.csv_path.with_name(CANVAS_FILE)
-        write_canvas_gradebook(canvas_path, canvas_rows(items, reports, assignment))
+        canvas = canvas_gradebook(items, reports, assignment)
+        write_canvas_gradebook(canvas_path, canvas.rows)
         if recorder.changes:
             write_regrade_diff(out_dir / REGRADE_DIFF_FILE, recorder.changes)
     pairs, note = _similarity(items, assignment, out_dir, enabled=options.similarity)
@@ -232,7 +233,11 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
         students=[(item.key, item.student, reports.get(item.key)) for item in ordered],
         similarity=pairs,
         similarity_note=note,
+        gradebook_warnings=canvas.warnings,
     )
+    for warning in canvas.warnings:
+        # Quotes names from the submissions' metadata: plain Text, never markup.
+        console.print(Text.assemble(("gradebook warning:", "bold yellow"), f" {warning}"))
     console.print(
         Text(
             f"gradebook: {options.csv_path} (Canvas import: {canvas_path})\n"

@@ -107,6 +107,7 @@ def summary_html(
     links: Sequence[str] = (),
     similarity: Sequence[SimilarPair] = (),
     similarity_note: str = "",
+    gradebook_warnings: Sequence[str] = (),
 ) -> str:
     """One offline page: inline CSS and SVG, no scripts. `links[i]` is row i's student page."""
     meta = (
@@ -178,10 +179,17 @@ def summary_html(
         f"part failing for each cause.</p>{causes}"
         f"<h2>Wrong answers most often</h2>{failed}"
         f"<h2>Same wrong answers</h2>{clusters}"
-        f"<h2>Gradebook</h2>{book}"
+        f"<h2>Gradebook</h2>{_warnings_html(gradebook_warnings)}{book}"
         f"<h2>Code similarity</h2>{similarity_html(similarity, similarity_note)}"
     )
     return page_html(f"{summary.assignment}: batch summary", body)
+
+
+def _warnings_html(warnings: Sequence[str]) -> str:
+    if not warnings:
+        return ""
+    items = "".join(f"<li>{html.escape(warning)}</li>" for warning in warnings)
+    return f"<p class=fail>Check before importing:</p><ul>{items}</ul>"
 
 
 def cluster_sentence(cluster: MistakeCluster) -> str:
@@ -296,12 +304,17 @@ def write_summary(
     students: Sequence[tuple[str, str, Report | None]] = (),
     similarity: Sequence[SimilarPair] = (),
     similarity_note: str = "",
+    gradebook_warnings: Sequence[str] = (),
 ) -> None:
     """summary.json, summary.html and one page per student (key, name, report) in `out_dir`.
 
     `students` is in the gradebook's row order, so row i links to student i's page.
+    `gradebook_warnings` are what staff should check before importing the gradebook.
     """
-    write_json_atomic(out_dir / "summary.json", summary_dict(summary))
+    write_json_atomic(
+        out_dir / "summary.json",
+        {**summary_dict(summary), "gradebook_warnings": list(gradebook_warnings)},
+    )
     pages = out_dir / STUDENTS_DIR
     pages.mkdir(parents=True, exist_ok=True)
     for key, name, report in students:
@@ -312,6 +325,7 @@ def write_summary(
         links=[student_href(key) for key, _, _ in students],
         similarity=similarity,
         similarity_note=similarity_note,
+        gradebook_warnings=gradebook_warnings,
     )
     write_text_atomic(out_dir / "summary.html", page)
     print_summary(summary, console)
