@@ -12,7 +12,7 @@ command, sandbox children included), since a shared machine skews only the first
 - the floor: the raw compute of the tests, with torch imported once and every hidden probe
   run in one process against the reference and against the submission, no isolation.
 
-Targets (issue 7): one more submission in a batch <= 1.3x the floor; 2 workers >= 1.7x the
+Targets: one more submission in a batch <= 1.3x the floor; 2 workers >= 1.7x the
 throughput of 1 (on 2 cores), compared once the workers run (steady state) and all in.
 
 Usage: python bench/bench_batch.py [--count N] [--alone N] [--submissions DIR] [--device cpu|cuda]
