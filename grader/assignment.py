@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from grader.course import (
 )
 from grader.errors import ConfigError
 from grader.hints import Hint
+from grader.policy.config import CoursePolicy, parse_policy
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,6 +35,8 @@ class Part:
     id: str
     file: str
     points: float
+    # Gradescope visibility of this part's hidden tests (None: the manifest's [visibility]).
+    visibility: str | None = None
 
     @property
     def module(self) -> str:
@@ -74,6 +77,8 @@ class Assignment:
     public_visibility: str
     # The assignment's own error hints ([[hints]]), tried before the generic ones.
     hints: tuple[Hint, ...] = ()
+    # Late penalty, submission limit and what the grade keeps ([policy]).
+    policy: CoursePolicy = field(default_factory=CoursePolicy)
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -99,6 +104,10 @@ class Assignment:
 
     def part_ids(self) -> str:
         return ", ".join(part.id for part in self.parts)
+
+    def hidden_visibility_of(self, part: Part) -> str:
+        """When Gradescope shows students the results of `part`'s hidden tests."""
+        return part.visibility or self.hidden_visibility
 
 
 def available_assignments(root: Path | None = None) -> list[str]:
@@ -194,6 +203,7 @@ def parse_manifest(path: Path) -> Assignment:
         hidden_visibility=hidden,
         public_visibility=public,
         hints=tuple(_hint(entry, path, ids) for entry in data.get("hints", [])),
+        policy=parse_policy(data.get("policy"), path),
     )
 
 
@@ -210,7 +220,15 @@ def _part(entry: Any, path: Path) -> Part:
     file = str(entry["file"])
     if "/" in file or "\\" in file or not file.endswith(".py"):
         raise ConfigError(f"{path}: part file {file!r} must be a plain .py file name.")
-    return Part(id=str(entry["id"]), file=file, points=float(entry["points"]))
+    visibility = entry.get("visibility")
+    if visibility is not None and visibility not in GRADESCOPE_VISIBILITIES:
+        raise ConfigError(
+            f"{path}: [[parts]] {entry['id']!r} visibility = {visibility!r}; use one of "
+            f"{GRADESCOPE_VISIBILITIES}."
+        )
+    return Part(
+        id=str(entry["id"]), file=file, points=float(entry["points"]), visibility=visibility
+    )
 
 
 def _string_list(value: Any) -> bool:

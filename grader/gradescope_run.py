@@ -29,6 +29,9 @@ from grader.grade import (
     resolve_device,
 )
 from grader.gradescope import failure_results_dict, results_dict
+from grader.policy.apply import PolicyOutcome, apply_policy
+from grader.policy.metadata import SubmissionFacts, gradescope_facts
+from grader.policy.results_json import add_policy
 from grader.results import GradingResult
 from grader.seeds import grading_seed
 from grader.walk import walk_submission
@@ -66,11 +69,13 @@ class GradescopeLayout:
 
 @dataclass(frozen=True)
 class GradescopeRun:
-    """What `run_gradescope` did: the result (None if grading could not start) and why not."""
+    """What `run_gradescope` did: the result written (None if grading could not start) and
+    why not, and what the course's policies made of it."""
 
     results_path: Path
     result: GradingResult | None
     failure: str = ""
+    policy: PolicyOutcome | None = None
 
 
 def pick_upload(folder: Path, assignment: Assignment) -> tuple[Path, tuple[str, ...]]:
@@ -112,17 +117,21 @@ def pick_upload(folder: Path, assignment: Assignment) -> tuple[Path, tuple[str, 
     )
 
 
-def read_metadata(path: Path) -> dict[str, Any]:
-    """Submission id, time and user ids from Gradescope's metadata; {} when absent or odd.
-
-    Only ids are kept: names, e-mails and earlier results stay out of results.json.
-    """
+def load_metadata(path: Path) -> object:
+    """Gradescope's metadata as decoded JSON; None when absent, too large or not JSON."""
     try:
         with path.open("rb") as handle:
             raw = handle.read(MAX_METADATA_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= MAX_METADATA_BYTES else None
-    except (OSError, ValueError):
-        return {}
+        return json.loads(raw) if len(raw) <= MAX_METADATA_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def metadata_ids(data: object) -> dict[str, Any]:
+    """Submission id, time and user ids from decoded metadata; {} when absent or odd.
+
+    Only ids are kept: names, e-mails and earlier results stay out of results.json.
+    """
     if not isinstance(data, dict):
         return {}
     kept: dict[str, Any] = {}
@@ -143,6 +152,40 @@ def read_metadata(path: Path) -> dict[str, Any]:
     return kept
 
 
+def read_metadata(path: Path) -> dict[str, Any]:
+    """The ids in the metadata file at `path` (see `metadata_ids`)."""
+    return metadata_ids(load_metadata(path))
+
+
+def submission_facts(data: object) -> SubmissionFacts:
+    """What decoded metadata says about time, for the course's policies."""
+    if data is None:
+        return SubmissionFacts(
+            due_dates=None, notes=("submission_metadata.json is missing, too large or not JSON",)
+        )
+    return gradescope_facts(data)
+
+
+def with_policy(
+    result: GradingResult, assignment: Assignment, facts: SubmissionFacts
+) -> PolicyOutcome:
+    """`result` under the assignment's policies; a failure of the policy code itself leaves
+    the result as graded, with a note for staff, never a grader error for the student."""
+    try:
+        outcome = apply_policy(result, assignment.policy, facts)
+    except Exception as error:
+        log.exception("the course's policies could not be applied")
+        return PolicyOutcome(
+            result=result,
+            earned=result.score,
+            after_penalty=result.score,
+            staff_notes=(f"the policies could not be applied ({type(error).__name__}: {error})",),
+        )
+    for note in outcome.staff_notes:
+        log.warning("policy: %s", note)
+    return outcome
+
+
 def _restrict_metadata(path: Path) -> None:
     """Make the metadata root-only, in case the sandbox cannot mask it (no mount namespace)."""
     if os.geteuid() == 0 and path.is_file() and not path.is_symlink():
@@ -159,8 +202,15 @@ def _with_notes(result: GradingResult, notes: tuple[str, ...]) -> GradingResult:
     return dataclasses.replace(result, submission=submission)
 
 
-def _write(layout: GradescopeLayout, result: GradingResult, metadata: dict[str, Any]) -> None:
+def _write(
+    layout: GradescopeLayout,
+    result: GradingResult,
+    metadata: dict[str, Any],
+    policy: PolicyOutcome | None = None,
+) -> None:
     data = results_dict(result)
+    if policy is not None:
+        add_policy(data, policy)
     if metadata:
         data["extra_data"]["gradescope"] = metadata
     write_json_atomic(layout.results_json, data)
@@ -180,7 +230,11 @@ def run_gradescope(
         failure = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
         write_json_atomic(layout.results_json, failure_results_dict(failure))
         return GradescopeRun(layout.results_json, None, failure)
-    metadata = read_metadata(layout.metadata)
+    # Read before any student code runs; then only root can read it.
+    raw_metadata = load_metadata(layout.metadata)
+    metadata = metadata_ids(raw_metadata)
+    facts = submission_facts(raw_metadata)
+    del raw_metadata
     _restrict_metadata(layout.metadata)
     settings = dataclasses.replace(
         settings,
@@ -195,5 +249,6 @@ def run_gradescope(
         log.exception("grading failed")
         message = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
         result = crashed_result(assignment, message, seed=seed, device=device)
-    _write(layout, result, metadata)
-    return GradescopeRun(layout.results_json, result)
+    outcome = with_policy(result, assignment, facts)
+    _write(layout, outcome.result, metadata, outcome)
+    return GradescopeRun(layout.results_json, outcome.result, policy=outcome)

@@ -538,7 +538,9 @@ class GraderPlugin:
             message=message,
             duration_s=round(report.duration, 4),
             visibility=(
-                str(visibility.args[0]) if visibility else self.session.assignment.hidden_visibility
+                str(visibility.args[0])
+                if visibility
+                else self.session.assignment.hidden_visibility_of(part)
             ),
             gated=not opens_gate(item),
             function=getattr(item, "originalname", item.name),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.assignment import Assignment
-from grader.batch.metadata import METADATA_FILE, Submitter, read_gradescope_metadata
+from grader.batch.metadata import METADATA_FILE, ExportEntry, Submitter, read_export_metadata
 from grader.errors import UsageError
 from grader.safetext import entry_key, hashed_entry_key
 from grader.walk import JUNK_DIRS
@@ -30,6 +30,8 @@ class BatchItem:
     key: str
     path: Path  # as found, possibly with undecodable bytes (surrogateescape)
     submitters: tuple[Submitter, ...] = ()
+    # When Gradescope's export says it was submitted (ISO 8601 text; "" if not given).
+    submitted_at: str = ""
 
     @property
     def entry(self) -> str:
@@ -79,7 +81,7 @@ def discover_submissions(
             "folder that holds one entry per student."
         )
     metadata = root / METADATA_FILE
-    people = read_gradescope_metadata(metadata) if metadata.is_file() else {}
+    exported = read_export_metadata(metadata) if metadata.is_file() else {}
     skip = {p.resolve() for p in exclude}
     entries = []
     for entry in sorted(root.iterdir()):
@@ -101,8 +103,15 @@ def discover_submissions(
     items = []
     for entry, key in zip(entries, keys, strict=True):
         stem = entry.stem if entry.is_file() else entry.name
-        submitters = people.get(entry.name) or people.get(stem) or ()
-        items.append(BatchItem(key=key, path=entry, submitters=submitters))
+        found = exported.get(entry.name) or exported.get(stem) or ExportEntry(submitters=())
+        items.append(
+            BatchItem(
+                key=key,
+                path=entry,
+                submitters=found.submitters,
+                submitted_at=found.created_at,
+            )
+        )
     return items
 
 

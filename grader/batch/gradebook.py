@@ -15,6 +15,7 @@ from grader.assignment import Assignment
 from grader.atomic import write_text_atomic
 from grader.batch.discovery import BatchItem
 from grader.batch.metadata import Submitter
+from grader.policy.apply import PolicyOutcome
 from grader.report import Report
 
 log = logging.getLogger(__name__)
@@ -61,18 +62,45 @@ def _cell(text: str) -> str:
     return f"'{text}" if first and first in _FORMULA_START else text
 
 
+# With a late penalty in the manifest: the total before it, and what was deducted and why
+# (`total` is after it).
+BEFORE_PENALTY = "total before penalty"
+LATE_PENALTY = "late penalty"
+
+
+def _late_cell(outcome: PolicyOutcome | None, per: str) -> str:
+    if outcome is None:
+        return ""
+    late = outcome.late
+    if late is None:
+        return "not applied" if outcome.staff_notes else ""
+    if not late.percent:
+        return "on time"
+    return f"-{late.percent:g}% ({late.units} {per}{'' if late.units == 1 else 's'} late)"
+
+
 def gradebook_rows(
-    items: list[BatchItem], reports: Mapping[str, Report | None], assignment: Assignment
+    items: list[BatchItem],
+    reports: Mapping[str, Report | None],
+    assignment: Assignment,
+    late: Mapping[str, PolicyOutcome] | None = None,
 ) -> list[dict[str, str]]:
+    """One row per submission; with `late` (outcomes of the late penalty), `total` is the
+    score after it, next to the total before it and the penalty."""
     rows = []
     for item in sorted(items, key=lambda i: i.key):
         report = reports.get(item.key)
+        outcome = late.get(item.key) if late is not None else None
+        total = outcome.score if outcome else report.result.score if report else None
         row = {
             "student": _cell(item.student),
             "email": _cell(item.email),
             "submission": _cell(item.key),
-            "total": points(report.result.score) if report else "",
+            "total": points(total) if total is not None else "",
         }
+        if assignment.policy.late is not None:
+            row[BEFORE_PENALTY] = points(report.result.score) if report else ""
+            row[LATE_PENALTY] = _late_cell(outcome, assignment.policy.late.per)
         for part in assignment.parts:
             entry = report.part(part.id) if report else None
             row[part.id] = points(entry.score) if entry else ""
@@ -82,8 +110,10 @@ def gradebook_rows(
 
 
 def write_gradebook(path: Path, rows: list[dict[str, str]], assignment: Assignment) -> None:
-    columns = ["student", "email", "submission", "total", *assignment.part_ids().split(", ")]
-    columns.append("status")
+    columns = ["student", "email", "submission", "total"]
+    if assignment.policy.late is not None:
+        columns += [BEFORE_PENALTY, LATE_PENALTY]
+    columns += [*assignment.part_ids().split(", "), "status"]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
@@ -246,20 +276,29 @@ def score_change(item: BatchItem, before: Report, after: Report) -> ScoreChange:
     return ScoreChange(item.key, item.student, before.result.score, after.result.score, changed)
 
 
-def write_regrade_diff(path: Path, changes: list[ScoreChange]) -> None:
-    """One row per submission graded again: its total before and after, and what moved."""
+def write_regrade_diff(
+    path: Path, changes: list[ScoreChange], late: Mapping[str, PolicyOutcome] | None = None
+) -> None:
+    """One row per submission graded again: its total before and after, and what moved.
+
+    With `late` (outcomes of the late penalty), also the points it deducts from the new
+    total and the total after it: the score the gradebook now holds.
+    """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["submission", "student", "before", "after", "change", "parts changed"])
+    header = ["submission", "student", "before", "after", "change", "parts changed"]
+    writer.writerow(header if late is None else [*header, "late deduction", "after penalty"])
     for change in sorted(changes, key=lambda c: c.key):
-        writer.writerow(
-            [
-                _cell(change.key),
-                _cell(change.student),
-                points(change.before),
-                points(change.after),
-                points(change.after - change.before),
-                "; ".join(f"{p}: {points(a)} -> {points(b)}" for p, (a, b) in change.parts.items()),
-            ]
-        )
+        row = [
+            _cell(change.key),
+            _cell(change.student),
+            points(change.before),
+            points(change.after),
+            points(change.after - change.before),
+            "; ".join(f"{p}: {points(a)} -> {points(b)}" for p, (a, b) in change.parts.items()),
+        ]
+        if late is not None:
+            outcome = late.get(change.key)
+            row += [points(outcome.deducted), points(outcome.score)] if outcome else ["", ""]
+        writer.writerow(row)
     write_text_atomic(path, buffer.getvalue())

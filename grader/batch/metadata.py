@@ -1,4 +1,4 @@
-"""The submitters named in Gradescope's export metadata (`submission_metadata.yml`).
+"""The submitters and submission times in Gradescope's export metadata (`submission_metadata.yml`).
 
 The file is YAML that Gradescope writes, but its names and emails are the students' own text,
 so it is read as data only and with bounds: a size limit before parsing; PyYAML's safe
@@ -15,6 +15,7 @@ from __future__ import annotations
 import faulthandler
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +48,21 @@ class Submitter:
             object.__setattr__(self, name, clean_name(getattr(self, name), MAX_NAME_CHARS))
 
 
+@dataclass(frozen=True)
+class ExportEntry:
+    """One submission in the export: who made it, and when (ISO 8601 text, "" if not given)."""
+
+    submitters: tuple[Submitter, ...]
+    created_at: str = ""
+
+
 def read_gradescope_metadata(path: Path) -> dict[str, tuple[Submitter, ...]]:
     """Submission folder -> its submitters; {} (with a warning) if the file cannot be read."""
+    return {folder: entry.submitters for folder, entry in read_export_metadata(path).items()}
+
+
+def read_export_metadata(path: Path) -> dict[str, ExportEntry]:
+    """Submission folder -> its entry; {} (with a warning) if the file cannot be read."""
     try:
         size = path.stat().st_size
     except OSError as error:
@@ -76,13 +90,17 @@ def read_gradescope_metadata(path: Path) -> dict[str, tuple[Submitter, ...]]:
         )
         return {}
     return {
-        folder: tuple(Submitter(*person) for person in people)
-        for folder, people in outcome.value.items()
+        folder: ExportEntry(
+            submitters=tuple(Submitter(*person) for person in entry["submitters"]),
+            created_at=entry["created_at"],
+        )
+        for folder, entry in outcome.value.items()
     }
 
 
-def _submitters_as_data(path: Path) -> dict[str, list[list[str]]] | str:
-    """Folder -> [name, email, sid] per submitter, or why the file is not YAML we read.
+def _submitters_as_data(path: Path) -> dict[str, dict[str, Any]] | str:
+    """Folder -> {"submitters": [name, email, sid] per submitter, "created_at": ISO text}, or
+    why the file is not YAML we read.
 
     Runs in the bounded child; its result travels back as JSON.
     """
@@ -99,7 +117,7 @@ def _submitters_as_data(path: Path) -> dict[str, list[list[str]]] | str:
         return f"{type(error).__name__}: {str(error)[:200]}"
     if not isinstance(data, dict):
         return "its top level is not a mapping of submissions"
-    people: dict[str, list[list[str]]] = {}
+    people: dict[str, dict[str, Any]] = {}
     for folder, entry in data.items():
         # Aliases let one small node appear many times: each lookup here is O(1) and each
         # list is cut, so the work stays linear in the file whatever it repeats.
@@ -110,7 +128,10 @@ def _submitters_as_data(path: Path) -> dict[str, list[list[str]]] | str:
         for person in submitters[:MAX_SUBMITTERS]:
             if isinstance(person, dict):
                 found.append([_text(_field(person, key)) for key in ("name", "email", "sid")])
-        people[str(folder)] = found
+        people[str(folder)] = {
+            "submitters": found,
+            "created_at": _time(_field(entry, "created_at")),
+        }
     return people
 
 
@@ -146,6 +167,19 @@ def _field(mapping: object, name: str) -> object:
         return None
     value = mapping.get(f":{name}")
     return mapping.get(name) if value is None else value
+
+
+def _time(value: object) -> str:
+    """A submission time as ISO 8601 text ("" if absent or of another type).
+
+    Gradescope writes Ruby's `ActiveSupport::TimeWithZone`, a mapping whose `utc` YAML reads
+    as a time; a plain YAML time or text is taken as it is (checked where a policy reads it).
+    """
+    if isinstance(value, dict):
+        value = value.get("utc")
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return _text(value) if isinstance(value, str) else ""
 
 
 def _text(value: object) -> str:

@@ -38,6 +38,7 @@ from grader.batch.gradebook import (
     write_gradebook,
     write_regrade_diff,
 )
+from grader.batch.policies import late_outcomes, penalised
 from grader.batch.resume import (
     ENTRY_KEY,
     Plan,
@@ -216,13 +217,18 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
     finally:
         outcome.graded, outcome.failed = recorder.graded, recorder.failed
         reports = recorder.reports
-        rows = gradebook_rows(items, reports, assignment)
+        late = late_outcomes(items, reports, assignment)
+        rows = gradebook_rows(items, reports, assignment, late)
         write_gradebook(options.csv_path, rows, assignment)
         canvas_path = options.csv_path.with_name(CANVAS_FILE)
-        canvas = canvas_gradebook(items, reports, assignment)
+        canvas = canvas_gradebook(items, penalised(reports, late), assignment)
         write_canvas_gradebook(canvas_path, canvas.rows)
         if recorder.changes:
-            write_regrade_diff(out_dir / REGRADE_DIFF_FILE, recorder.changes)
+            write_regrade_diff(
+                out_dir / REGRADE_DIFF_FILE,
+                recorder.changes,
+                late if assignment.policy.late is not None else None,
+            )
     pairs, note = _similarity(items, assignment, out_dir, enabled=options.similarity)
     ordered = sorted(items, key=lambda i: i.key)
     write_summary(
