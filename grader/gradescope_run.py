@@ -249,6 +249,9 @@ def run_gradescope(
         log.exception("grading failed")
         message = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
         result = crashed_result(assignment, message, seed=seed, device=device)
+    if not assignment.policy.stated:
+        _write(layout, result, metadata)
+        return GradescopeRun(layout.results_json, result)
     outcome = with_policy(result, assignment, facts)
     _write(layout, outcome.result, metadata, outcome)
     return GradescopeRun(layout.results_json, outcome.result, policy=outcome)

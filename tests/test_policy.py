@@ -26,7 +26,7 @@ from grader.assignment import parse_manifest
 from grader.build import build_autograder
 from grader.errors import ConfigError
 from grader.policy.apply import apply_policy, duration, when
-from grader.policy.config import CoursePolicy, LatePenalty, SubmissionLimit
+from grader.policy.config import CoursePolicy, LatePenalty, SubmissionLimit, parse_policy
 from grader.policy.metadata import EarlierSubmission, SubmissionFacts, gradescope_facts
 from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
 from tests.support import SOLUTIONS_DIR, run_grader_cli
@@ -693,3 +693,80 @@ def test_the_regrade_diff_shows_the_late_deduction(tmp_path: Path) -> None:
     assert (
         path.read_text().splitlines()[0] == "submission,student,before,after,change,parts changed"
     )
+
+
+def test_without_a_policy_results_json_has_no_policy_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from grader.assignment import load_assignment
+    from grader.grade import GradeSettings
+    from grader.gradescope_run import run_gradescope
+
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission_metadata.json").write_text("{not json", encoding="utf-8")
+    assignment = load_assignment("pytorch_basics")
+    graded = dataclasses.replace(graded_result(20.0), assignment=assignment.id)
+    monkeypatch.setattr("grader.gradescope_run.grade_in_worker", lambda *_args: graded)
+    run = run_gradescope(root, assignment_name=assignment.id, settings=GradeSettings(device="cpu"))
+    results = json.loads(run.results_path.read_text())
+    validate(results)
+    assert run.policy is None and "policy" not in results["extra_data"]
+    assert results["score"] == 20.0
+
+
+def test_deeply_nested_or_oversized_metadata_reads_as_none(tmp_path: Path) -> None:
+    from grader.gradescope_run import MAX_METADATA_BYTES, load_metadata, submission_facts
+
+    path = tmp_path / "submission_metadata.json"
+    path.write_text("[" * 200_000 + "]" * 200_000, encoding="utf-8")
+    assert load_metadata(path) is None
+    with path.open("wb") as handle:  # sparse: costs no disk
+        handle.truncate(MAX_METADATA_BYTES + 1)
+    assert load_metadata(path) is None
+    facts = submission_facts(None)
+    assert facts.due_dates is None and "missing, too large or not JSON" in facts.notes[0]
+
+
+HOSTILE_VALUES: list[object] = [
+    None,
+    True,
+    -1,
+    1e308,
+    "",
+    "\ud800",
+    "9999-12-31T23:59:59+14:00",
+    "0001-01-01T00:00:00-12:00",
+    [],
+    {},
+    [[[]]],
+    {"due_date": {"due_date": "x"}},
+]
+
+
+@pytest.mark.parametrize("value", HOSTILE_VALUES, ids=repr)
+def test_any_field_of_any_shape_never_raises_nor_costs_points(value: object) -> None:
+    policy = parse_policy(
+        {"keep": "best", "late": {"percent": 10}, "limit": {"graded": 1}}, Path("x.toml")
+    )
+    shapes = [
+        {"created_at": value},
+        {"created_at": "2026-08-01T00:00:00-07:00", "assignment": {"due_date": value}},
+        {"created_at": "2026-08-01T00:00:00-07:00", "assignment": value, "users": value},
+        {"created_at": "2026-08-01T00:00:00-07:00", "users": [{"assignment": value}]},
+        {"created_at": "2026-08-01T00:00:00-07:00", "previous_submissions": [value]},
+        {
+            "created_at": "2026-08-01T00:00:00-07:00",
+            "previous_submissions": [{"submission_time": value, "score": value}],
+        },
+        {
+            "created_at": "2026-08-01T00:00:00-07:00",
+            "previous_submissions": [
+                {"submission_time": "2026-07-31T00:00:00-07:00", "score": value}
+            ],
+        },
+    ]
+    for data in shapes:
+        outcome = apply_policy(graded_result(20.0), policy, gradescope_facts(data))
+        # Without a readable due date, history and scores, nothing is deducted or withheld.
+        assert outcome.score == 20.0 and outcome.graded, (data, outcome.staff_notes)

@@ -30,6 +30,10 @@ MAX_EARLIER = 10_000
 MAX_MEMBERS = 50
 MAX_MEMBER_CHARS = 320
 MAX_QUOTED_CHARS = 80
+# A time outside these years is no course's: it would turn into a penalty of centuries (or
+# overflow date arithmetic), so it reads as malformed.
+EARLIEST_YEAR = 2000
+LATEST_YEAR = 2199
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,10 @@ def parse_time(value: object, field: str) -> datetime:
             moment = None
     if not isinstance(moment, datetime) or moment.utcoffset() is None:
         raise _Malformed(f"{field} is {_quoted(value)}, not a time with a UTC offset")
+    if not EARLIEST_YEAR <= moment.year <= LATEST_YEAR:
+        raise _Malformed(
+            f"{field} is {_quoted(value)}, not a time from {EARLIEST_YEAR} to {LATEST_YEAR}"
+        )
     return moment
 
 
