@@ -370,65 +370,65 @@ def _extreme_inputs(seed, device, dtype):
     return x.to(device), grad_y.to(device)
 
 
-class _Ctx:
-    """A stand-in for autograd's ctx, so that Sigmoid.backward can be called on its own."""
-
-    def __init__(self):
-        self.saved_tensors = ()
-        self.needs_input_grad = (True,)
-
-    def save_for_backward(self, *tensors):
-        self.saved_tensors = tensors
-
-    def mark_dirty(self, *args):
-        pass
-
-    def mark_non_differentiable(self, *args):
-        pass
-
-    def set_materialize_grads(self, value):
-        pass
-
-
 def _same(a, b):
     """Equal shapes and values, nan equal to nan (a saved output may hold nan)."""
     return a.shape == b.shape and a.dtype == b.dtype and bool(a.isclose(b, 0, 0, True).all())
 
 
 def _backward_alone(part, x, grad_y):
-    """Sigmoid.backward of the part, given the saved state of a correct forward.
+    """Sigmoid.backward of the part, run by autograd, given the saved state of a correct forward.
 
-    The part's own forward fills ctx (what it saves is its own choice); every saved tensor
-    equal to its output is then replaced with the correct output, so a wrong forward costs
-    the forward's tests only. When the forward raises, backward gets the correct output
-    saved with ctx.save_for_backward, which is what the contract's formula needs.
+    The part's own Function runs through `Sigmoid.apply` and `torch.autograd.grad`, so its
+    backward gets torch's real ctx (`saved_tensors`, the deprecated `saved_variables`,
+    `needs_input_grad`, whatever torch offers). What its forward saved is its own choice;
+    every saved tensor (and ctx attribute) equal to its output is read back as the correct
+    output, so a wrong forward costs the forward's tests only. When the forward raises or
+    returns no differentiable tensor, the backward runs behind a correct forward that saves
+    its output with ctx.save_for_backward, which is what the contract's formula needs.
     """
     correct = torch.sigmoid(x)
-    ctx = _Ctx()
+    leaf = x.detach().clone().requires_grad_()
+    # A non-leaf input, so that a forward that works in place (with ctx.mark_dirty) runs.
+    inputs = leaf.clone()
     forward_error = ""
-    with torch.no_grad():
-        try:
-            y = part.Sigmoid.forward(ctx, x)
-        except Exception as exc:  # deliberate: the forward has tests of its own
-            forward_error = f"{type(exc).__name__}: {exc}"[:200]
-            ctx = _Ctx()
-            ctx.save_for_backward(correct)
-        else:
+    output = None
 
-            def fix(value):
-                output = isinstance(value, torch.Tensor) and isinstance(y, torch.Tensor)
-                if output and (value is y or _same(value, y)):
-                    return correct
-                return value
+    def corrected(value):
+        if isinstance(value, torch.Tensor) and (value is output or _same(value, output)):
+            return correct
+        return value
 
-            ctx.saved_tensors = tuple(fix(t) for t in ctx.saved_tensors)
-            for name, value in list(vars(ctx).items()):
-                if name != "saved_tensors":
-                    setattr(ctx, name, fix(value))
-        grad_x = part.Sigmoid.backward(ctx, grad_y)
-    if isinstance(grad_x, tuple | list) and len(grad_x) == 1:
-        grad_x = grad_x[0]
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t, corrected):
+            output = part.Sigmoid.apply(inputs)
+    except Exception as exc:  # deliberate: the forward has tests of its own
+        forward_error = f"{type(exc).__name__}: {exc}"[:200]
+    if not forward_error and (not isinstance(output, torch.Tensor) or output.grad_fn is None):
+        forward_error = f"it returned a {_type_name(output)} that autograd cannot differentiate"
+    if forward_error:
+        output = _behind_correct_forward(part).apply(leaf.clone())
+    else:
+        for name, value in list(vars(output.grad_fn).items()):
+            setattr(output.grad_fn, name, corrected(value))
+    (grad_x,) = torch.autograd.grad(output, leaf, grad_y, allow_unused=True)
     return grad_x, forward_error
+
+
+def _behind_correct_forward(part):
+    """A Function whose forward is right, saving its output, and whose backward is the part's."""
+
+    class CorrectForward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = torch.sigmoid(x)
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_y):
+            return part.Sigmoid.backward(ctx, grad_y)
+
+    return CorrectForward
 
 
 def sigmoid_forward(part, *, seed, device, dtype, shape, scale=4.0):

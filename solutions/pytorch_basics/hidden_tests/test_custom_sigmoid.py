@@ -31,7 +31,7 @@ BACKWARD_HINT = (
     "do not return y * (1 - y) alone."
 )
 FORWARD_FAILED_NOTE = (
-    "(Your Sigmoid.forward raised {error}, so backward was given the output of a correct "
+    "(Your Sigmoid.forward failed ({error}), so backward was given the output of a correct "
     "forward, saved with ctx.save_for_backward.)"
 )
 EXTREMES_HINT = (
