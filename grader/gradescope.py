@@ -28,6 +28,9 @@ def _test_output(test: TestResult) -> str:
     lines = [test.message] if test.message else []
     if test.outcome == "timeout":
         lines.insert(0, "Timed out.")
+    if test.waiting:
+        waiting = test.outcome_text()
+        lines.insert(0, f"{waiting[0].upper()}{waiting[1:]}.")
     if test.output:
         lines.append(test.output)
     return cap_text("\n\n".join(lines), MAX_TEST_OUTPUT)

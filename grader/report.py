@@ -68,6 +68,7 @@ def _report_dict(result: GradingResult) -> dict[str, Any]:
                 "message": test.message,
                 "duration_s": test.duration_s,
                 "visibility": test.visibility,
+                **({"waits_for": test.waits_for} if test.waits_for else {}),
                 **({"cause": test.cause} if test.cause else {}),
                 **({"fingerprint": test.fingerprint} if test.fingerprint else {}),
                 **({"output": test.output} if test.output else {}),
@@ -191,6 +192,7 @@ def _test(test: dict[str, Any]) -> TestResult:
         max_score=_number(test, "max_score"),
         cause=_string(test, "cause"),
         fingerprint=_string(test, "fingerprint"),
+        waits_for=_string(test, "waits_for"),
     )
 
 

@@ -51,6 +51,9 @@ class TestResult:
     skipped_for_device: bool = False
     # The hidden test function this result comes from (one per parameter set).
     function: str = ""
+    # Set by scoring on a gated test that passed but does not count yet: the tests it waits
+    # for, in words ("'name'", "one of 'a'; 'b'"). Empty on every other test.
+    waits_for: str = ""
     # For staff only: tracebacks and raw details. Never shown to students.
     detail: str = ""
     # What the student's code printed (capped); student-provided, never decides a score.
@@ -70,7 +73,19 @@ class TestResult:
             message=MAX_MESSAGE_CHARS,
             detail=MAX_DETAIL_CHARS,
             output=MAX_OUTPUT_CHARS,
+            waits_for=MAX_MESSAGE_CHARS,
         )
+
+    @property
+    def waiting(self) -> bool:
+        """Whether it passed without counting yet: a gated pass whose gate is still shut."""
+        return self.outcome == "passed" and bool(self.waits_for)
+
+    def outcome_text(self) -> str:
+        """The outcome in words; a waiting pass says what it waits for."""
+        if self.waiting:
+            return f"passed, not counted yet (waits for {self.waits_for})"
+        return self.outcome
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ GATED_ALL_NOTE = (
     "(This check counts once every test of this part that compares your values with the "
     "reference's on hidden inputs passes at least once; still to pass: {tests}.)"
 )
+# What a gated pass waits for when no test of its part can open its gate on this grade.
+WAITS_FOR_ANY_OPENER = "a test of this part that compares with the reference on hidden inputs"
 GATED_AFTER_NOTE = (
     "(This check counts once {which}, which compare your values with the reference's on "
     "hidden inputs, passes: {tests}.)"
@@ -61,13 +63,17 @@ def score_tests(
             earned = test.outcome == "passed" and (
                 not test.gated or _opened(test, openers, missing)
             )
-            message = test.message
+            message, waits_for = test.message, ""
             if test.gated and test.outcome == "passed" and not earned:
                 message = f"{message}\n{_gated_note(test, part_tests, missing)}".strip()
+                # A test worth nothing (a warning) has nothing to wait for.
+                waits_for = _waits_for(test, part_tests, missing) if max_score > 0 else ""
             score = max_score if earned else 0.0
             earned_weight += test.weight if earned else 0.0
             scored.append(
-                dataclasses.replace(test, score=score, max_score=max_score, message=message)
+                dataclasses.replace(
+                    test, score=score, max_score=max_score, message=message, waits_for=waits_for
+                )
             )
         parts.append(
             PartResult(
@@ -103,13 +109,29 @@ def _missing_openers(part_tests: list[TestResult], openers: list[TestResult]) ->
     return sorted(name for function, name in missing.items() if function not in passed)
 
 
+def _needed(test: TestResult, part_tests: list[TestResult]) -> list[str]:
+    """The names of the gate-opening tests `test` names (`counts_after`), any of which opens it."""
+    return sorted({t.name for t in part_tests if not t.gated and t.function in test.counts_after})
+
+
+def _waits_for(test: TestResult, part_tests: list[TestResult], missing: list[str]) -> str:
+    """What a gated pass waits for, in words: `TestResult.waits_for`."""
+    names, several = (
+        (_needed(test, part_tests), "one of") if test.counts_after else (missing, "all of")
+    )
+    if not names:
+        return WAITS_FOR_ANY_OPENER
+    quoted = "; ".join(f"'{name}'" for name in names)
+    return quoted if len(names) == 1 else f"{several} {quoted}"
+
+
 def _gated_note(test: TestResult, part_tests: list[TestResult], missing: list[str]) -> str:
     """What must pass before `test` counts, naming the tests where the part has them."""
     if not test.counts_after:
         if not missing:
             return GATED_NOTE
         return GATED_ALL_NOTE.format(tests="; ".join(f"'{name}'" for name in missing))
-    needed = sorted({t.name for t in part_tests if not t.gated and t.function in test.counts_after})
+    needed = _needed(test, part_tests)
     if not needed:
         return GATED_NOTE
     which = "this test" if len(needed) == 1 else "one of these tests"

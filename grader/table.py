@@ -18,6 +18,8 @@ OUTCOME_STYLE = {
     "error": "red",
     "timeout": "magenta",
     "skipped": "dim",
+    # A gated test that passed but does not count yet (`TestResult.waiting`).
+    "waiting": "yellow",
     # `check` only: a public test that reached a stub.
     "not implemented yet": "yellow",
 }
@@ -55,13 +57,15 @@ def print_result(result: GradingResult, console: Console, *, show_passed: bool =
     table.add_column("source")
     for part in result.parts:
         tests = [t for t in result.tests if t.part == part.id and t.outcome != "skipped"]
-        passed = sum(t.outcome == "passed" for t in tests)
+        # A pass that waits for its gate earns nothing yet: it is counted apart.
+        waiting = sum(t.waiting for t in tests)
+        passed = sum(t.outcome == "passed" for t in tests) - waiting
         style = (
             "green" if part.score >= part.max_score else ("red" if part.score == 0 else "yellow")
         )
         table.add_row(
             part.id,
-            f"{passed}/{len(tests)}",
+            f"{passed}/{len(tests)}" + (f" (+{waiting} not counted yet)" if waiting else ""),
             Text(f"{part.score:g} / {part.max_score:g}", style=style),
             part.source,
         )
@@ -70,14 +74,19 @@ def print_result(result: GradingResult, console: Console, *, show_passed: bool =
         # Notes quote file names from the submission: never read them as markup.
         console.print(Text.assemble(("note:", "yellow"), f" {note}"))
     for test in result.tests:
-        if test.outcome == "passed" and not show_passed:
+        if test.outcome == "passed" and not test.waiting and not show_passed:
             continue
+        label = outcome_label(test.outcome)
+        if test.waiting:
+            label.stylize(OUTCOME_STYLE["waiting"])
         console.print(
             Text.assemble(
-                outcome_label(test.outcome),
+                label,
                 f" {test.part} · {test.name}  ({test.score:g}/{test.max_score:g})",
             )
         )
+        if test.waiting:
+            console.print(Text(f"    {test.outcome_text()}", style=OUTCOME_STYLE["waiting"]))
         for line in message_lines(test.message, rest=" in the report"):
             console.print(line)
     if result.grader_error:

@@ -278,6 +278,23 @@ def test_an_identity_on_two_submissions_leaves_all_its_rows_unscored() -> None:
     assert "2 submissions (a, c)" in canvas.warnings[1]
 
 
+def test_a_students_page_shows_a_waiting_pass_apart() -> None:
+    from grader.batch.summary import student_html
+
+    tests = [
+        {"name": "loss", "part": "manual_backprop", "outcome": "passed", "score": 2.0,
+         "max_score": 2.0},
+        {"name": "no <autograd>", "part": "manual_backprop", "outcome": "passed", "score": 0.0,
+         "max_score": 2.0, "waits_for": "'grads & more'"},
+    ]  # fmt: skip
+    page = student_html("s", "Ada", typed({"s": report_of(tests)})["s"])
+    assert "<h3 class=pass>manual_backprop · loss: passed (2 / 2)</h3>" in page
+    assert (
+        "<h3 class=wait>manual_backprop · no &lt;autograd&gt;: passed, not counted yet "
+        "(waits for &#x27;grads &amp; more&#x27;) (0 / 2)</h3>"
+    ) in page
+
+
 def test_missing_ray_is_reported_before_anything_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -494,6 +511,13 @@ def test_every_row_links_to_a_page_with_the_full_feedback(small_class: SmallClas
                 assert first.replace("&", "&amp;").replace("<", "&lt;")[:60] in student.replace(
                     "&#x27;", "'"
                 ).replace("&quot;", '"')
+    # relu_a's forward is wrong: its structure check passes but waits, and its page says so.
+    waiting = [t for t in small_class.reports["relu_a"]["tests"] if t.get("waits_for")]
+    assert waiting
+    relu = (small_class.out / "students" / "relu_a.html").read_text().replace("&#x27;", "'")
+    for test in waiting:
+        assert f"passed, not counted yet (waits for {test['waits_for']})" in relu
+    assert relu.count("<h3 class=wait>") == len(waiting)
 
 
 @pytest.mark.slow

@@ -96,6 +96,38 @@ def test_the_top_level_output_shows_only_what_visible_tests_scored() -> None:
     ]
 
 
+def test_a_gated_pass_says_it_is_not_counted_yet() -> None:
+    waiting = TestResult(
+        "no autograd",
+        "manual_backprop",
+        "passed",
+        1.0,
+        message="(This check counts once ...)",
+        max_score=2.0,
+        waits_for="'Gradients [float64]'",
+    )
+    counted = TestResult("loss", "manual_backprop", "passed", 1.0, score=2.0, max_score=2.0)
+    result = GradingResult(
+        assignment=ASSIGNMENT.id,
+        score=2.0,
+        max_score=ASSIGNMENT.max_score,
+        parts=(PartResult("manual_backprop", "manual_backprop.py", 2.0, 20.0),),
+        tests=(waiting, counted),
+        seed=1,
+        device="cpu",
+        duration_s=1.0,
+        submission=SubmissionInfo(sha256="", files=()),
+    )
+    written = results_dict(result)
+    validate(written)
+    held, scored = written["tests"]
+    assert held["status"] == "failed" and held["score"] == 0
+    assert held["output"] == (
+        "Passed, not counted yet (waits for 'Gradients [float64]').\n\n(This check counts once ...)"
+    )
+    assert scored["status"] == "passed" and scored["output"] == ""
+
+
 def test_schema_is_valid_and_rejects_what_gradescope_rejects() -> None:
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     validate({"score": 1.0})

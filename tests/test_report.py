@@ -44,6 +44,14 @@ def a_result() -> GradingResult:
                 fingerprint="0123456789abcdef",
                 visibility="visible",
             ),
+            TestResult(
+                "no autograd",
+                "manual_backprop",
+                "passed",
+                weight=1.0,
+                max_score=2.5,
+                waits_for="'backward matches'",
+            ),
         ),
         seed=42,
         device="cpu",
@@ -61,6 +69,9 @@ def test_a_report_reads_back_as_the_result_it_was_written_from(tmp_path: Path) -
     report = read_report(path)
     assert report is not None
     assert report_dict(report.result) == written
+    # Only a pass that waits for its gate carries `waits_for`.
+    assert [t.get("waits_for") for t in written["tests"]] == [None, None, "'backward matches'"]
+    assert [t.waiting for t in report.result.tests] == [False, False, True]
     assert report.stamp == stamp
     part = report.part("two_layer_net")
     assert part is not None and (part.source, part.problem) == ("missing", "not found")

@@ -6,7 +6,7 @@ import pytest
 
 from grader.assignment import load_assignment
 from grader.results import Outcome, TestResult
-from grader.scoring import GATED_NOTE, score_tests
+from grader.scoring import GATED_NOTE, WAITS_FOR_ANY_OPENER, score_tests
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 
@@ -133,3 +133,48 @@ def test_counts_after_waits_for_the_named_function_not_the_part() -> None:
     passing = dataclasses.replace(gradients, outcome="passed")
     parts, _ = score_tests(ASSIGNMENT, [opener, passing, rule], sources={}, problems={})
     assert parts[0].score == pytest.approx(20.0)
+
+
+def test_a_gated_pass_says_what_it_waits_for_and_a_counted_one_nothing() -> None:
+    opener = TestResult("loss", "manual_backprop", "passed", 2, function="test_loss")
+    grads = [
+        TestResult(f"gradients [{dtype}]", "manual_backprop", "failed", 3, function="test_grad")
+        for dtype in ("float32", "float64")
+    ]
+    after = TestResult(
+        "no autograd",
+        "manual_backprop",
+        "passed",
+        2,
+        gated=True,
+        marked_gated=True,
+        counts_after=("test_grad",),
+    )
+    sizes = TestResult("sizes", "manual_backprop", "failed", 1, function="test_sizes")
+    rule = result("manual_backprop", "passed", 1, static=True)
+    warning = dataclasses.replace(rule, name="a warning", weight=0.0)
+    _, scored = score_tests(
+        ASSIGNMENT, [opener, *grads, after, rule, warning, sizes], sources={}, problems={}
+    )
+    waits = {t.name: t.waits_for for t in scored}
+    assert waits["no autograd"] == "one of 'gradients [float32]'; 'gradients [float64]'"
+    # The part's gate waits for every seeded function that has not passed (each named once).
+    assert waits[rule.name] == "all of 'gradients [float64]'; 'sizes'"
+    assert waits["a warning"] == ""  # worth nothing: nothing to wait for
+    assert waits["loss"] == "" and not scored[0].waiting
+    assert scored[3].outcome_text() == (
+        "passed, not counted yet (waits for one of 'gradients [float32]'; 'gradients [float64]')"
+    )
+    # Once a gradient test passes, every pass counts and none waits.
+    passing = dataclasses.replace(grads[0], outcome="passed")
+    _, scored = score_tests(ASSIGNMENT, [opener, passing, after, rule], sources={}, problems={})
+    assert [t.waits_for for t in scored] == ["", "", "", ""]
+    assert all(t.score > 0 for t in scored)
+
+
+def test_a_gated_pass_in_a_part_no_test_can_open_waits_for_any_opener() -> None:
+    _, scored = score_tests(
+        ASSIGNMENT, [result("autograd_loop", "passed", static=True)], sources={}, problems={}
+    )
+    assert scored[0].waits_for == WAITS_FOR_ANY_OPENER
+    assert scored[0].outcome_text().startswith("passed, not counted yet (waits for a test")

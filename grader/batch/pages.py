@@ -24,7 +24,7 @@ td.num, td.id { white-space: nowrap; overflow-wrap: normal; }
      font-size: .85rem; white-space: pre-wrap; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f7f7f9; padding: .5rem; }
 svg.hist { max-width: 100%; height: auto; }
-.pass { color: #1a7f37; } .fail { color: #b42318; }
+.pass { color: #1a7f37; } .fail { color: #b42318; } .wait { color: #9a6700; }
 .side { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
 .side pre { font-size: .8rem; } mark { background: #ffe08a; }
 """

@@ -245,10 +245,13 @@ def student_html(key: str, student: str, report: Report | None) -> str:
 def _test_html(test: TestResult) -> str:
     outcome = test.outcome
     style = "pass" if outcome == "passed" else "fail" if outcome in FAILED_OUTCOMES else ""
+    if test.waiting:
+        style = "wait"
     cause = f" · {test.cause}" if test.cause else ""
     block = (
         f"<h3 class={style}>{html.escape(test.part)} · {html.escape(test.name)}: "
-        f"{html.escape(outcome + cause)} ({points(test.score)} / {points(test.max_score)})</h3>"
+        f"{html.escape(test.outcome_text() + cause)} "
+        f"({points(test.score)} / {points(test.max_score)})</h3>"
     )
     for text, label in (
         (test.message, ""),
