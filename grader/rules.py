@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.integrity import FRAME_ATTRIBUTES, docstring_ids
 from grader.source_check import import_closure, inspect_source
 
 # Builtins that reach attributes or run code by names given as data.
@@ -84,18 +85,6 @@ DYNAMIC_ATTRIBUTES = frozenset(
         "__array_struct__",
         "ctypeslib",
     }
-)
-# Frames and code objects: how code reaches, and rewrites, functions it was not given (the
-# probe that checks it at run time, say).
-FRAME_ATTRIBUTES = frozenset(
-    {"__code__", "_getframe", "f_back", "f_globals", "f_locals", "gi_frame", "tb_frame"}
-    | {"cr_frame", "ag_frame", "_current_frames", "walk_stack", "walk_tb", "curframe_locals"}
-    | {"CodeType"}
-    # A function's captured variables: a patched function (a test clock, a recorder's
-    # wrapper) holds the state of the check that installed it.
-    | {"__closure__", "cell_contents"}
-    # Every class in the process, from `object` down: the probe's recorders among them.
-    | {"__subclasses__"}
 )
 # The dunder names among them, which a class body can also set as plain names.
 DUNDER_LOOKUPS = frozenset(
@@ -162,18 +151,16 @@ class Rule:
     modules: tuple[str, ...] = ()
     # String constants that may not appear (getattr(w, "backward")); docstrings are exempt.
     strings: frozenset[str] = frozenset()
+    # Regular expressions an attribute name may not match whole: a family of built-ins named
+    # alike (every `*_loss` function and `*Loss` class), so that one the list did not think
+    # of (huber_loss with a huge delta is an MSE) is refused too.
+    attribute_patterns: tuple[str, ...] = ()
 
-
-def _docstrings(tree: ast.AST) -> set[int]:
-    """ids of the Constant nodes that are docstrings (a rule never reads prose)."""
-    found = set()
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
-            value = body[0].value
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                found.add(id(value))
-    return found
+    def forbids_attribute(self, name: str) -> bool:
+        """Whether `name`, read as an attribute, is one this rule forbids."""
+        return name in self.attributes or any(
+            re.fullmatch(pattern, name) for pattern in self.attribute_patterns
+        )
 
 
 def _literal_name_call(node: ast.Call) -> bool:
@@ -268,7 +255,7 @@ def _uses_in(
 ) -> list[tuple[int, str]]:
     """(line, what) per forbidden or dynamic use in `tree`, in order; `submission_modules`
     are the student's own files, whose names an import may take (see `_import_use`)."""
-    docstrings = _docstrings(tree)
+    docstrings = docstring_ids(tree)
     # The getattr(...) calls whose name is a literal: the call is fine, the name is checked.
     literal_calls = {
         id(node.func)
@@ -304,7 +291,7 @@ def _forbidden_use(
         # makes `case C(found)` read that attribute of any subject.
         if node.id in DUNDER_LOOKUPS:
             return f"{node.id} (attributes looked up by name)"
-    elif isinstance(node, ast.keyword) and node.arg in rule.attributes:
+    elif isinstance(node, ast.keyword) and node.arg and rule.forbids_attribute(node.arg):
         return f"{node.arg}="
     elif isinstance(node, ast.Import | ast.ImportFrom):
         uses = (_import_use(module, rule, submission_modules) for module in _imports(node))
@@ -344,7 +331,7 @@ def _use_in_code_string(text: str, rule: Rule) -> str:
 
 
 def _attribute_use(attribute: str, rule: Rule) -> str:
-    if attribute in rule.attributes:
+    if rule.forbids_attribute(attribute):
         return f".{attribute}"
     if attribute in TORCH_BACKDOORS:
         return f".{attribute} (torch's low-level entry points)"
@@ -372,7 +359,7 @@ def _import_use(module: str, rule: Rule, submission_modules: frozenset[str]) -> 
     if top in submission_modules:
         return ""
     if _attribute_use(last, rule) or any(
-        package in rule.attributes or package in TORCH_BACKDOORS for package in packages
+        rule.forbids_attribute(package) or package in TORCH_BACKDOORS for package in packages
     ):
         return f"import of {module}"
     return ""
@@ -393,7 +380,9 @@ def _names_in_constant(value: object, rule: Rule) -> list[str]:
     # Attribute names too: getattr(frame, "f_locals") and "0.f_locals" read what .f_locals does.
     forbidden = rule.strings | rule.attributes | TORCH_BACKDOORS
     forbidden |= DYNAMIC_ATTRIBUTES | FRAME_ATTRIBUTES
-    named = sorted(set(NAME_TOKEN.findall(text)) & forbidden)
+    tokens = set(NAME_TOKEN.findall(text))
+    named = sorted(tokens & forbidden)
+    named += sorted(token for token in tokens - forbidden if rule.forbids_attribute(token))
     named += sorted(module for module in rule.modules if module in text)
     return named
 

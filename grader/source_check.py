@@ -22,6 +22,7 @@ from pathlib import Path
 from types import CodeType
 
 from grader.bounded import OUT_OF_MEMORY, TIMEOUT, Outcome, run_bounded
+from grader.integrity import reaching_uses
 
 # Wall-clock bound for decoding and compiling one source file in its limited child: real
 # files take milliseconds.
@@ -42,6 +43,8 @@ class CheckedSource:
     # Top-level names of the modules it imports when imported (`live_imports`); none if it
     # did not compile.
     imports: tuple[str, ...]
+    # Where it reaches into the grader's objects (`grader.integrity.reaching_uses`).
+    reaches: tuple[str, ...] = ()
 
 
 def check_sources(files: list[tuple[str, bytes]]) -> list[CheckedSource]:
@@ -73,7 +76,7 @@ def too_complex(what: str, outcome: Outcome, seconds: float) -> str:
 def _source_task(name: str, data: bytes) -> Callable[[], list[object]]:
     def task() -> list[object]:
         checked = inspect_source(name, data)
-        return [checked.text, checked.problem, list(checked.imports)]
+        return [checked.text, checked.problem, list(checked.imports), list(checked.reaches)]
 
     return task
 
@@ -81,16 +84,19 @@ def _source_task(name: str, data: bytes) -> Callable[[], list[object]]:
 def _source_outcome(name: str, outcome: Outcome) -> CheckedSource:
     """A bounded `inspect_source`'s JSON back as a `CheckedSource`, or why it has none."""
     value = outcome.value
-    if outcome.failure or not (isinstance(value, list) and len(value) == 3):
+    if outcome.failure or not (isinstance(value, list) and len(value) == 4):
         return CheckedSource(None, too_complex(name, outcome, SOURCE_CHECK_SECONDS), ())
-    text, problem, imports = value
+    text, problem, imports, reaches = value
     return CheckedSource(
-        text if isinstance(text, str) else None, str(problem), tuple(map(str, imports))
+        text if isinstance(text, str) else None,
+        str(problem),
+        tuple(map(str, imports)),
+        tuple(map(str, reaches)),
     )
 
 
 def inspect_source(name: str, data: bytes) -> CheckedSource:
-    """Decode and compile one source.
+    """Decode and compile one source, and find where it reaches into the grader's objects.
 
     Pure and unbounded: run it through `grader.bounded.run_bounded`.
     """
@@ -105,7 +111,8 @@ def inspect_source(name: str, data: bytes) -> CheckedSource:
         return CheckedSource(text, problem, ())
     except (ValueError, MemoryError, RecursionError) as error:
         return CheckedSource(text, f"{name} cannot be compiled: {type(error).__name__}.", ())
-    return CheckedSource(text, "", tuple(dict.fromkeys(live_imports(name, text, code))))
+    imports = tuple(dict.fromkeys(live_imports(name, text, code)))
+    return CheckedSource(text, "", imports, tuple(reaching_uses(text, code)))
 
 
 def live_imports(name: str, text: str, code: CodeType) -> list[str]:

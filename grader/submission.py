@@ -36,8 +36,9 @@ from zipfile import (  # type: ignore[attr-defined]
 from grader.assignment import Assignment
 from grader.bounded import run_bounded
 from grader.errors import SubmissionError
+from grader.integrity import reaching_message
 from grader.safetext import clean_name
-from grader.source_check import CHECK_MEMORY_BYTES, check_sources, too_complex
+from grader.source_check import CHECK_MEMORY_BYTES, check_sources, import_closure, too_complex
 from grader.walk import JUNK_DIRS, walk_submission
 
 MAX_SOURCE_BYTES = 1024 * 1024
@@ -165,6 +166,9 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
             imports[name] = source.imports
         if source.problem:
             problems[part_id] = source.problem
+    reaches = {name: source.reaches for (_, name, _), source in zip(checked, results, strict=True)}
+    for part_id, problem in _reaching_problems(assignment, imports, reaches).items():
+        problems.setdefault(part_id, problem)
     return PreparedSubmission(
         directory=dest,
         files=files,
@@ -174,6 +178,25 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
         notes=tuple(notes),
         imports=imports,
     )
+
+
+def _reaching_problems(
+    assignment: Assignment,
+    imports: dict[str, tuple[str, ...]],
+    reaches: dict[str, tuple[str, ...]],
+) -> dict[str, str]:
+    """Every part, whatever its assignment, that runs code reaching into the grader's objects
+    (its own file, or a submission file it imports): such a part cannot earn points."""
+    problems = {}
+    for part in assignment.parts:
+        reaching = {
+            name: list(reaches[name])
+            for name in import_closure(imports, part.file)
+            if reaches.get(name) and name in imports
+        }
+        if reaching:
+            problems[part.id] = reaching_message(reaching)
+    return problems
 
 
 def _notebook_problem(
