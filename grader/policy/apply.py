@@ -271,13 +271,11 @@ def _limit(
     window = limit.window
     if len(counted) < limit.graded:
         used = len(counted) + 1
-        follows = [*counted, at]
-        full = used >= limit.graded and window is not None
-        return LimitDecision(
-            graded=True,
-            used=used,
-            next_graded_at=min(follows) + window if full and window else None,
-        )
+        # This one uses the last: say when the window frees one again.
+        next_at = None
+        if window is not None and used >= limit.graded:
+            next_at = min([*counted, at]) + window
+        return LimitDecision(graded=True, used=used, next_graded_at=next_at)
     return LimitDecision(
         graded=False,
         used=len(counted),
