@@ -46,6 +46,9 @@ class Job:
     probe_file: Path
     probe: str
     kwargs: dict[str, Any]
+    # False for a job that judges data where no student code runs (the `judge` fixture):
+    # there is no student side to lie, so it is answered honestly.
+    import_student: bool = True
 
 
 @dataclass(frozen=True)
@@ -64,14 +67,18 @@ class ReferenceRunner:
         self.assignment = assignment
         self._modules: dict[Path, types.ModuleType] = {}
 
-    def run(self, job: Job, kwargs: dict[str, Any]) -> Any:
-        reference = self._module(
-            self.assignment.solutions_dir / f"{job.module}.py",
-            f"_lying_reference_{self.assignment.id}_{job.module}",
-        )
+    def run(
+        self, job: Job, kwargs: dict[str, Any], *, module: types.ModuleType | None = None
+    ) -> Any:
+        """The probe of `job` run on `kwargs` against `module` (the reference by default)."""
+        if module is None:
+            module = self._module(
+                self.assignment.solutions_dir / f"{job.module}.py",
+                f"_lying_reference_{self.assignment.id}_{job.module}",
+            )
         probes = self._module(job.probe_file, f"_lying_probes_{self.assignment.id}")
         probe: Callable[..., Any] = getattr(probes, job.probe)
-        return probe(reference, **kwargs)
+        return probe(module, **kwargs)
 
     def _module(self, path: Path, name: str) -> types.ModuleType:
         if path not in self._modules:
@@ -192,9 +199,10 @@ class LyingSandbox(Sandbox):
         probe: str,
         kwargs: dict[str, Any],
         timeout_s: float | None = None,
+        import_student: bool = True,
     ) -> PendingJob:
         job_id = len(self._pending) + len(self.answers)
-        self._pending[job_id] = Job(module, probe_file, probe, kwargs)
+        self._pending[job_id] = Job(module, probe_file, probe, kwargs, import_student)
         return PendingJob(
             id=job_id, module=module, job_dir=Path(), deadline=math.inf, timeout_s=math.inf
         )
@@ -202,6 +210,8 @@ class LyingSandbox(Sandbox):
     def result(self, job: PendingJob) -> Any:
         call = self._pending.pop(job.id)
         honest = self.runner.run(call, call.kwargs)
+        if not call.import_student:
+            return honest
         answer = self.lie.answer(self, call, honest)
         self.answers.append(Answer((call.probe_file, call.probe), call.kwargs, honest))
         return answer

@@ -78,7 +78,7 @@ GATED_MARKERS = ("static_rule", "self_reported", "counts_after")
 SOURCE_TEST_SECONDS = 5.0
 # Fixtures that run the student's code: they talk to the sandbox, which a test running in a
 # child cannot, so a test that reads `student_source` may not use them.
-STUDENT_RUNNING_FIXTURES = ("compare", "student")
+STUDENT_RUNNING_FIXTURES = ("compare", "student", "judge")
 # How deep `compare`'s arguments are searched for the seed (lists of configs, dicts of them).
 SEED_SEARCH_DEPTH = 4
 UNCHECKABLE_RESULT_MESSAGE = (
@@ -188,7 +188,9 @@ class GradingSession:
         if "error" in outcome.value:
             raise RuntimeError(f"the test raised, in its bounded child:\n{outcome.value['error']}")
 
-    def start(self, part: Part, probe: Probe, kwargs: dict[str, Any]) -> PendingJob:
+    def start(
+        self, part: Part, probe: Probe, kwargs: dict[str, Any], *, import_student: bool = True
+    ) -> PendingJob:
         self._refuse_if_unrunnable(part)
         probe_file, name = _probe_location(probe)
         return self.sandbox.submit(
@@ -197,6 +199,7 @@ class GradingSession:
             probe=name,
             kwargs=kwargs,
             timeout_s=self._budget_left(part),
+            import_student=import_student,
         )
 
     def finish(self, part: Part, job: PendingJob) -> Any:
@@ -438,6 +441,22 @@ class GraderPlugin:
 
         def run(probe: Probe, /, **kwargs: Any) -> Any:
             got = session.finish(part, session.start(part, probe, kwargs))
+            request.node.stash[STUDENT_DATA_KEY] = True
+            return got
+
+        return run
+
+    @pytest.fixture
+    def judge(self, request: pytest.FixtureRequest) -> Callable[..., Any]:
+        """Run `probe(None, **kwargs)` in a fresh sandboxed process that never imports the
+        student's code, and return its data: how an artifact the student's code made (an
+        exported program's or a checkpoint's bytes, returned through `compare`) is loaded and
+        run, where nothing the student wrote can answer for it."""
+        part = request.node.stash[PART_KEY]
+        session = self.session
+
+        def run(probe: Probe, /, **kwargs: Any) -> Any:
+            got = session.finish(part, session.start(part, probe, kwargs, import_student=False))
             request.node.stash[STUDENT_DATA_KEY] = True
             return got
 

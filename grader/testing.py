@@ -17,6 +17,10 @@ import torch
 
 from grader.rules import cpu_only_uses
 
+# Raised by `compare` and `student` when the student's code gave no result (its `exit_status`
+# tells a probe's deliberate exit apart); hidden tests import it from here.
+from grader.sandbox.feedback import StudentFailure as StudentFailure
+
 # One place for tolerances. float32 allows for a different summation order (and TF32
 # being off, see grader/sandbox/server.py); float64 is tight enough that real bugs never pass.
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {

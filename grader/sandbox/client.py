@@ -378,10 +378,13 @@ class Sandbox:
         probe: str,
         kwargs: dict[str, Any],
         timeout_s: float | None = None,
+        import_student: bool = True,
     ) -> PendingJob:
         """Start a probe against the student's `module`; collect it with `result`.
 
-        The job gets the test's time limit, or `timeout_s` where that is shorter.
+        The job gets the test's time limit, or `timeout_s` where that is shorter. With
+        `import_student=False` the probe gets None for the module, and the job sees no file of
+        the submission: it judges data the student's code made, where none of it runs.
         """
         if self._process is None or self._process.poll() is not None:
             log.warning("the sandbox server was gone; starting a new one")
@@ -400,7 +403,7 @@ class Sandbox:
         if self._channel is None:
             self._start_submission_server()
             self._server_module = module
-        submission_dir = self._module_view(module)
+        submission_dir = self._module_view(module) if import_student else self._empty_view()
         self._job_count += 1
         job_dir = self.workdir / "jobs" / f"{self._job_count:04d}"
         job_dir.mkdir()
@@ -424,6 +427,7 @@ class Sandbox:
             "module": module,
             "probe": probe,
             "timeout_s": timeout,
+            "import_student": import_student,
         }
         self._send(job)
         # The server's "started" is read in `result`: meanwhile this side runs the reference.
@@ -481,6 +485,15 @@ class Sandbox:
             if self.identity:
                 self._give_to_sandbox_group(self._shared_dir, modules, folder, *folder.iterdir())
             self._module_views.add(module)
+        return folder
+
+    def _empty_view(self) -> Path:
+        """A job's module folder that holds no file of the submission."""
+        folder = self._shared_dir / "no-student-code"
+        if not folder.exists():
+            folder.mkdir(parents=True)
+            if self.identity:
+                self._give_to_sandbox_group(self._shared_dir, folder)
         return folder
 
     def _probe_copy(self, probe_file: Path) -> Path:

@@ -49,6 +49,7 @@ class StudentFailure(Exception):
         detail: str = "",
         output: StudentOutput | None = None,
         at_import: bool = False,
+        exit_status: int | None = None,
     ) -> None:
         super().__init__(message)
         self.outcome = outcome
@@ -56,6 +57,9 @@ class StudentFailure(Exception):
         self.detail = detail
         self.output = output or StudentOutput()
         self.at_import = at_import
+        # The process's exit status when it exited on its own without a result: a probe can
+        # end the process on purpose (code hidden in a file ran), which nothing can undo.
+        self.exit_status = exit_status
 
 
 def read_capped(path: Path, limit: int) -> str:
@@ -141,6 +145,7 @@ def interpret(
         detail=f"raw wait status {status}",
         output=output,
         at_import=not imported,
+        exit_status=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
     )
 
 

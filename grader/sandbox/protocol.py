@@ -162,6 +162,10 @@ class Job(_JobRequired, total=False):
     submission_dir: str
     probe_file: str
     probe: str
+    # False: run `probe(None, **kwargs)` and never import the student's module (its
+    # `submission_dir` is then empty): a job that judges an artifact the student's code made
+    # (an exported program's bytes) where no student code has run. True when absent.
+    import_student: bool
 
 
 class Started(TypedDict):

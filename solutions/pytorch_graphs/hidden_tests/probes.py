@@ -13,8 +13,10 @@ temporary folder, which the sandbox keeps private to the job.
 
 from __future__ import annotations
 
-import builtins
+import io
+import os
 import pickle
+import posix
 import random
 import tempfile
 from collections import OrderedDict
@@ -22,6 +24,10 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+
+# torch.load reads every file with weights_only=True while this is set, whatever its caller
+# asked for (torch.export.load asks for a full unpickler when weights_only fails).
+_FORCE_WEIGHTS_ONLY = "TORCH_FORCE_WEIGHTS_ONLY_LOAD"
 
 # --------------------------------------------------------------------------- helpers
 
@@ -187,20 +193,12 @@ def _z(value, x):
 
 
 def _graph_summary(program):
-    """What kind of object came back and the operations at the top of its graph."""
-    out = {
-        "type": _type_name(program),
-        "is_exported_program": isinstance(program, torch.export.ExportedProgram),
-        "cond_nodes": None,
-        "matmul_nodes": None,
+    """The operations at the top of an exported program's graph."""
+    targets = [node.target for node in program.graph.nodes if node.op == "call_function"]
+    return {
+        "cond_nodes": sum(target is torch.ops.higher_order.cond for target in targets),
+        "matmul_nodes": sum("mm" in str(target) or "matmul" in str(target) for target in targets),
     }
-    if out["is_exported_program"]:
-        targets = [node.target for node in program.graph.nodes if node.op == "call_function"]
-        out["cond_nodes"] = sum(target is torch.ops.higher_order.cond for target in targets)
-        out["matmul_nodes"] = sum(
-            "mm" in str(target) or "matmul" in str(target) for target in targets
-        )
-    return out
 
 
 def _outcome(call):
@@ -211,6 +209,50 @@ def _outcome(call):
         return {"value": None, "error": _type_name(exc)}
 
 
+def _saved_program(program):
+    """What an export function returned, as the bytes torch.export.save writes for it.
+
+    Judged elsewhere (`run_saved_program`), never here: an object that only claims to be an
+    ExportedProgram (its __class__, a made-up graph) answers any question asked of it in the
+    process that made it, but it cannot be saved as a program that loads and runs.
+    """
+    out = {"type": _type_name(program), "program": None, "error": ""}
+    buffer = io.BytesIO()
+    try:
+        torch.export.save(program, buffer)
+    except Exception as exc:  # deliberate: the test says what was returned instead
+        out["error"] = f"{_type_name(exc)}: {exc}"[:300]
+        return out
+    out["program"] = torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8)
+    return out
+
+
+def run_saved_program(part, *, program, seed, device, dtype, n, d_in, d_out, z_values, z_kind):
+    """Load a saved exported program, summarise its graph and run it on new inputs.
+
+    Runs where no student code does (the `judge` fixture's fresh job, or the trusted side for
+    the reference's program); `part` is unused. Every tensor the file holds is loaded with
+    weights_only (torch.export.load would otherwise fall back to a full unpickler).
+    """
+    x, w1, w2, x_new = _conditional_inputs(seed, device, dtype, n, d_in, d_out)
+    previous = os.environ.get(_FORCE_WEIGHTS_ONLY)
+    os.environ[_FORCE_WEIGHTS_ONLY] = "1"
+    try:
+        loaded = torch.export.load(io.BytesIO(program.cpu().numpy().tobytes()))
+    except Exception as exc:  # deliberate: the test says the file was no program
+        return {"loaded": False, "error": f"{_type_name(exc)}: {exc}"[:300]}
+    finally:
+        if previous is None:
+            del os.environ[_FORCE_WEIGHTS_ONLY]
+        else:
+            os.environ[_FORCE_WEIGHTS_ONLY] = previous
+    out = {"loaded": True, "error": "", **_graph_summary(loaded)}
+    module = loaded.module()
+    kinds = {"tensor": lambda value: _z(value, x), "float": float}
+    out["runs"] = [_outcome(lambda z=z: module(x_new, kinds[z_kind](z), w1, w2)) for z in z_values]
+    return out
+
+
 def conditional_eager(part, *, seed, device, dtype, n, d_in, d_out, z_values):
     x, w1, w2, _ = _conditional_inputs(seed, device, dtype, n, d_in, d_out)
     tensors = [_t(part.conditional(x, _z(z, x), w1, w2)) for z in z_values]
@@ -218,14 +260,10 @@ def conditional_eager(part, *, seed, device, dtype, n, d_in, d_out, z_values):
     return {"tensor_z": tensors, "float_z": floats}
 
 
-def export_conditional(part, *, seed, device, dtype, n, d_in, d_out, z_example, z_values):
-    x, w1, w2, x_new = _conditional_inputs(seed, device, dtype, n, d_in, d_out)
-    program = part.export_conditional(x, _z(z_example, x), w1, w2)
-    out = _graph_summary(program)
-    if out["is_exported_program"]:
-        module = program.module()
-        out["runs"] = [_outcome(lambda z=z: module(x_new, _z(z, x), w1, w2)) for z in z_values]
-    return out
+def export_conditional(part, *, seed, device, dtype, n, d_in, d_out, z_example):
+    x, w1, w2, _ = _conditional_inputs(seed, device, dtype, n, d_in, d_out)
+    save = _saved_program
+    return save(part.export_conditional(x, _z(z_example, x), w1, w2))
 
 
 def conditional_module(part, *, seed, device, dtype, n, d_in, d_out, z_values):
@@ -238,14 +276,10 @@ def conditional_module(part, *, seed, device, dtype, n, d_in, d_out, z_values):
     }
 
 
-def trace_conditional(part, *, seed, device, dtype, n, d_in, d_out, z_example, z_values):
-    x, w1, w2, x_new = _conditional_inputs(seed, device, dtype, n, d_in, d_out)
-    program = part.trace_conditional(x, z_example, w1, w2)
-    out = _graph_summary(program)
-    if out["is_exported_program"]:
-        module = program.module()
-        out["runs"] = [_outcome(lambda z=z: module(x_new, float(z), w1, w2)) for z in z_values]
-    return out
+def trace_conditional(part, *, seed, device, dtype, n, d_in, d_out, z_example):
+    x, w1, w2, _ = _conditional_inputs(seed, device, dtype, n, d_in, d_out)
+    save = _saved_program
+    return save(part.trace_conditional(x, z_example, w1, w2))
 
 
 # --------------------------------------------------------------------------- checkpointing
@@ -337,26 +371,33 @@ def weights_round_trip(part, *, seed, device, dtype, dims, n):
     }
 
 
-_CODE_RAN_FLAG = "_pytorch_graphs_checkpoint_code_ran"
+# The exit status of a job whose checkpoint's hidden code ran.
+CODE_RAN_EXIT_STATUS = 86
 
 
-class _RunsCode:
-    """Unpickling this runs code: what a malicious checkpoint would do."""
+class _EndsTheProcess:
+    """Unpickling this runs code, as a malicious checkpoint would: it ends the process at once.
+
+    Nothing after the student's call decides whether the code ran: a flag the probe read
+    afterwards could be reset by the code that set it. An exit cannot be undone, and the
+    trusted side sees its status. (posix._exit, the function itself, not the name in `os`
+    that student code could rebind.)
+    """
 
     def __reduce__(self):
-        return (exec, (f"import builtins; builtins.{_CODE_RAN_FLAG} = True",))
+        return (posix._exit, (CODE_RAN_EXIT_STATUS,))
 
 
 def load_weights_refuses_code(part, *, seed, device, dtype, dims):
     """load_weights on a file whose unpickling would run code: it must refuse to run it."""
     model = _regression_net(seed, device, dtype, dims)
-    before = _state(model)
     state = {key: value.detach().clone() for key, value in model.state_dict().items()}
     state["linear1.weight"] = state["linear1.weight"] + 1
+    copy_state = _state
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "untrusted.pt"
-        torch.save({**state, "payload": _RunsCode()}, path, pickle_protocol=pickle.HIGHEST_PROTOCOL)
-        setattr(builtins, _CODE_RAN_FLAG, False)
+        payload = {**state, "payload": _EndsTheProcess()}
+        torch.save(payload, path, pickle_protocol=pickle.HIGHEST_PROTOCOL)
         try:
             part.load_weights(model, path)
             error = ""
@@ -364,15 +405,7 @@ def load_weights_refuses_code(part, *, seed, device, dtype, dims):
             raise
         except Exception as exc:  # deliberate: refusing the file is the right outcome
             error = _type_name(exc)
-    code_ran = bool(getattr(builtins, _CODE_RAN_FLAG, False))
-    delattr(builtins, _CODE_RAN_FLAG)
-    after = _state(model)
-    return {
-        "code_ran": code_ran,
-        "refused": bool(error),
-        "error": error,
-        "model_unchanged": all(torch.equal(before[k], after[k]) for k in before),
-    }
+    return {"refused": bool(error), "error": error, "state": copy_state(model)}
 
 
 def save_checkpoint(part, *, seed, device, dtype, dims, n, lr, steps):
@@ -443,18 +476,29 @@ def load_checkpoint(part, *, seed, device, dtype, dims, n, lr, steps):
 
 def resume_training(part, *, seed, device, dtype, dims, n, lr, stop_at, total_steps):
     x, y = _regression_data(seed, device, dtype, n, dims)
+    # Bound before the student's call, and nothing computed after it but copies: code that
+    # rewrites this module's globals from a frame changes nothing that is reported.
+    copy_losses, copy_state = _losses, _state
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "checkpoint.pt"
         _write_checkpoint(path, seed, device, dtype, dims, n, lr, stop_at)
         model = _regression_net(seed + 7, device, dtype, dims)
         optimizer = _adam(model, lr)
         losses = part.resume_training(path, model, optimizer, x, y, total_steps)
-    # The run that was never interrupted, for the message.
-    model_straight = _regression_net(seed, device, dtype, dims)
-    uninterrupted = _train(model_straight, _adam(model_straight, lr), x, y, total_steps)
-    out = _losses(losses)
-    out.update(state=_state(model), uninterrupted=uninterrupted)
+    out = copy_losses(losses)
+    out.update(state=copy_state(model))
     return out
+
+
+def uninterrupted_training(part, *, seed, device, dtype, dims, n, lr, total_steps):
+    """Trusted side only: the losses of the run that was never interrupted (part unused).
+
+    Never computed where student code runs: there, a rewritten probe could report it as the
+    student's answer.
+    """
+    x, y = _regression_data(seed, device, dtype, n, dims)
+    model = _regression_net(seed, device, dtype, dims)
+    return _train(model, _adam(model, lr), x, y, total_steps)
 
 
 # --------------------------------------------------------------------------- transfer_learning
