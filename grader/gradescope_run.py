@@ -230,7 +230,8 @@ def run_gradescope(
         failure = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
         write_json_atomic(layout.results_json, failure_results_dict(failure))
         return GradescopeRun(layout.results_json, None, failure)
-    # Read before any student code runs; then only root can read it.
+    # Read before any student code runs, then only root can read it; the decoded file (up to
+    # 32 MiB of earlier results) is not kept while grading, only what the policies need.
     raw_metadata = load_metadata(layout.metadata)
     metadata = metadata_ids(raw_metadata)
     facts = submission_facts(raw_metadata)
