@@ -21,7 +21,8 @@ def cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     overflows to inf in float32 and float64. Compute log(sum_j exp(z_j)) as
     m + log(sum_j exp(z_j - m)) with m the row's largest logit (the log-sum-exp trick).
 
-    Not allowed here: torch.nn.functional.cross_entropy, torch.nn.CrossEntropyLoss and
+    Not allowed here: torch.nn.functional.cross_entropy, torch.nn.CrossEntropyLoss, every
+    other built-in loss (any *_loss function, nn.*Loss class or torch.distributions) and
     log_softmax (torch.log_softmax, F.log_softmax, Tensor.log_softmax, nn.LogSoftmax). Usual
     mistakes: logits[labels] (picks rows, not each row's label: use
     logits[torch.arange(N), labels] or logits.gather), summing instead of averaging,

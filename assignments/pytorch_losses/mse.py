@@ -14,7 +14,8 @@ def mse_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     (pred - target) ** 2 over every element, not only over the first dimension. It is a
     0-dim tensor of pred's dtype and device, and gradients flow through it to pred.
 
-    Not allowed here: torch.nn.functional.mse_loss and torch.nn.MSELoss. Use tensor
+    Not allowed here: torch.nn.functional.mse_loss, torch.nn.MSELoss and every other built-in
+    loss (any *_loss function, nn.*Loss class or torch.distributions). Use tensor
     arithmetic. Usual mistakes: summing instead of averaging, averaging over one dimension
     only, calling .item() or torch.tensor(...) on the result (no gradient flows back).
     """
