@@ -18,10 +18,10 @@ DIMS = {"d_in": 5, "d_out": 3}
 NET = {"n": 37, "d_in": 13, "h": 11, "d_out": 3, "batch_size": 8}  # last batch holds 5
 
 
-# A loader's batches are its inputs, in order: a probe rewritten in the student's process
-# rebuilds them from the seed without calling make_loader. So the make_loader tests are
-# self-reported, and train_with_loader and evaluate open this part's gate.
-@pytest.mark.self_reported
+# make_loader's own seeded comparisons, so a right make_loader keeps its points whatever
+# train_with_loader and evaluate do. A loader's batches are its inputs cut in order: a probe
+# rewritten in the student's process to answer them cuts the inputs itself, which is
+# make_loader's work, so they open make_loader's own checks only (its shuffle check).
 @pytest.mark.points(1)
 @pytest.mark.parametrize(
     ("n", "batch_size"), [pytest.param(37, 8, id="37-by-8"), pytest.param(23, 5, id="23-by-5")]
@@ -55,7 +55,6 @@ def test_make_loader_batches(compare, seed, device, n, batch_size):
     )
 
 
-@pytest.mark.self_reported
 @pytest.mark.points(1)
 def test_make_loader_defaults(compare, seed, device):
     """make_loader: defaults to batch_size=8 and shuffle=False"""
@@ -74,7 +73,10 @@ def test_make_loader_defaults(compare, seed, device):
     assert_tensor_close(got["y"], want["y"], what="the y batches, concatenated", hint=hint)
 
 
+# The orders are drawn in the student's process (a shuffled order is the DataLoader's to
+# choose): the check counts once make_loader's seeded comparisons pass.
 @pytest.mark.self_reported
+@pytest.mark.counts_after("test_make_loader_batches", "test_make_loader_defaults")
 @pytest.mark.points(2)
 def test_make_loader_shuffles(student, seed, device):
     """make_loader: shuffle=True visits every sample once per epoch in a new random order"""

@@ -26,26 +26,6 @@ import sys as _sys  # noqa: E402
 _probes = _probes_in_frames()
 
 
-def _forged_batches(part, *, seed, device, dtype, n, d_in, d_out, batch_size):
-    x, y = _indexed_data(seed, device, dtype, n, d_in, d_out)  # noqa: F821 (probes' global)
-    sizes = [batch_size] * (n // batch_size) + ([n % batch_size] if n % batch_size else [])
-    return {
-        "is_dataloader": True,
-        "len": len(sizes),
-        "sizes": sizes,
-        "x": x,
-        "y": y,
-        "second_epoch_same": True,
-    }
-
-
-def _forged_defaults(part, *, seed, device, dtype, n, d_in, d_out):
-    x, y = _indexed_data(seed, device, dtype, n, d_in, d_out)  # noqa: F821 (probes' global)
-    sizes = [8] * (n // 8) + ([n % 8] if n % 8 else [])
-    order = list(range(n))
-    return {"sizes": sizes, "orders": [order, order], "x": x, "y": y}
-
-
 def _forged_shuffle(part, *, seed, device, dtype, n, d_in, d_out, batch_size):
     sizes = [batch_size] * (n // batch_size) + ([n % batch_size] if n % batch_size else [])
     first = list(range(n))
@@ -69,7 +49,5 @@ def _forged_train(part, *, seed, device, dtype, n, d_in, h, d_out, batch_size, l
 
 
 if _probes is not None:
-    _probes.make_loader_batches.__code__ = _forged_batches.__code__
-    _probes.make_loader_defaults.__code__ = _forged_defaults.__code__
     _probes.make_loader_shuffle.__code__ = _forged_shuffle.__code__
     _probes.train_with_loader.__code__ = _forged_train.__code__
