@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 import tempfile
 import types
 from collections.abc import Callable
@@ -133,6 +134,11 @@ class Lie:
     description: str
     # (sandbox, job, the reference's honest output for it) -> what the student side returns.
     answer: Callable[[LyingSandbox, Job, Any], Any]
+    # What the author of a test that passed against it should do.
+    advice: str = (
+        "Assert on outputs that depend on the hidden seed (build the probe's inputs from "
+        "`seed`), or mark the test self_reported."
+    )
 
 
 def _honest(sandbox: LyingSandbox, job: Job, honest: Any) -> Any:
@@ -156,6 +162,81 @@ def _replayed(sandbox: LyingSandbox, job: Job, honest: Any) -> Any:
     return earlier[-1].output if earlier else zeroed(honest)
 
 
+class _DoesNothing(types.ModuleType):
+    """A student module whose every name is a function that does nothing and returns None."""
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: None
+
+
+def _leaves(value: Any, depth: int = SEED_SEARCH_DEPTH + 4) -> list[Any]:
+    """The tensors and floats anywhere in `value` (lists, tuples, dict values, a module's
+    state)."""
+    if isinstance(value, torch.Tensor):
+        return [value.detach()]
+    if isinstance(value, float) and math.isfinite(value):
+        return [value]
+    if depth <= 0:
+        return []
+    if isinstance(value, torch.nn.Module):
+        value = value.state_dict()
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return [leaf for item in value for leaf in _leaves(item, depth - 1)]
+    return []
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return (
+            a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(torch.allclose(a.detach().cpu(), b.detach().cpu(), equal_nan=True))
+        )
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
+    return False
+
+
+def _taken_from(honest: Any, computed: list[Any]) -> Any:
+    """`honest` with each number and tensor replaced by an equal one from `computed`, or
+    zeroed where there is none (flags and text kept, as `zeroed` keeps them)."""
+    if isinstance(honest, torch.Tensor | float) and not isinstance(honest, bool):
+        return next((leaf for leaf in computed if _same(leaf, honest)), zeroed(honest))
+    if isinstance(honest, dict):
+        return {k: _taken_from(v, computed) for k, v in honest.items()}
+    if isinstance(honest, list | tuple):
+        return type(honest)(_taken_from(v, computed) for v in honest)
+    return zeroed(honest)
+
+
+def _probe_computed(sandbox: LyingSandbox, job: Job, honest: Any) -> Any:
+    """What a student who does nothing could report by rewriting the probe from a frame: the
+    values the probe computes itself where the student's code runs (what each of its
+    functions returned or held when it returned), put where the reference's answers go. A
+    probe that computes the expected answer there (a run it trains itself, for the message)
+    hands it to any student who finds it."""
+    computed: list[Any] = []
+    probe_file = str(job.probe_file)
+
+    def record(frame: types.FrameType, event: str, value: Any) -> None:
+        if event == "return" and frame.f_code.co_filename == probe_file:
+            computed.append(value)
+            computed.extend(frame.f_locals.values())
+
+    sys.setprofile(record)
+    try:
+        sandbox.runner.run(job, job.kwargs, module=_DoesNothing("does_nothing"))
+    except Exception:  # deliberate: what it computed before it failed is recorded
+        pass
+    finally:
+        sys.setprofile(None)
+    return _taken_from(honest, _leaves(computed))
+
+
 HONEST = Lie("honest", "returned the reference's own outputs", _honest)
 LIES = (
     Lie("constants", "returned zeros shaped like the reference's outputs", _constants),
@@ -163,6 +244,17 @@ LIES = (
         "other-seed",
         f"returned the reference's outputs for seed {PUBLIC_SEED} instead of the hidden seed",
         _other_seed,
+    ),
+    Lie(
+        "probe-computed",
+        "implemented nothing and reported the values the probe computes itself where the "
+        "student's code runs (a student can rewrite the probe from a frame to report them)",
+        _probe_computed,
+        advice=(
+            "Compute the expected answer on the trusted side (the `reference` fixture), not "
+            "in the probe after the student's call, which should only copy what the "
+            "student's code returned (docs/writing-hidden-tests.md, Probes)."
+        ),
     ),
     Lie(
         "replayed",
@@ -297,8 +389,6 @@ def _problems(assignment: Assignment, device: str) -> list[str]:
             if test.outcome == "passed" and not test.gated:
                 problems.append(
                     f"{where}: part {test.part}: {test.name!r} opens the gate but passed "
-                    f"against a student side that {lie.description}. Assert on outputs "
-                    "that depend on the hidden seed (build the probe's inputs from `seed`), "
-                    "or mark the test self_reported."
+                    f"against a student side that {lie.description}. {lie.advice}"
                 )
     return problems

@@ -38,6 +38,41 @@ def test_liars_find_a_gate_opener_whose_answer_ignores_the_seed(tmp_path: Path) 
     assert sorted(ignored + never + unmarked) == sorted(problems)
 
 
+TOY_FORGEABLE_TESTS = """
+import pytest
+import torch
+
+import {probes} as probes
+
+
+@pytest.mark.points(1)
+def test_answer_computed_beside_the_call(compare, seed):
+    '''answer computed beside the call'''
+    got, want = compare(probes.doubled_beside_its_answer, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.points(1)
+def test_seeded(compare, seed):
+    '''seeded'''
+    got, want = compare(probes.doubled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+"""
+
+
+@pytest.mark.slow
+def test_validate_finds_a_probe_that_computes_its_answer_where_student_code_runs(
+    tmp_path: Path,
+) -> None:
+    """A student who rewrites such a probe from a frame reports the probe's own answer."""
+    assignment = toy_course(tmp_path, {"forgeable": TOY_FORGEABLE_TESTS})
+    problems = gate_openers_against_liars(assignment)
+    assert len(problems) == 1, problems
+    assert "'answer computed beside the call' opens the gate" in problems[0]
+    assert "values the probe computes itself" in problems[0]
+    assert "Compute the expected answer on the trusted side" in problems[0]
+
+
 @pytest.mark.parametrize("lie", LIES, ids=[lie.name for lie in LIES])
 def test_every_lie_fails_a_test_that_compares_on_seeded_inputs(tmp_path: Path, lie: Lie) -> None:
     assignment = toy_course(tmp_path, {"toy": TOY_TESTS})

@@ -86,6 +86,12 @@ def doubled_ones(part, *, seed):
 
 def doubled_configs(part, *, configs):
     return {"y": [part.double(torch.tensor(float(c))) for c in configs]}
+
+
+def doubled_beside_its_answer(part, *, seed):
+    # Forgeable: the expected answer is computed where the student's code runs.
+    x = torch.randn(4, generator=torch.Generator().manual_seed(seed))
+    return {"y": part.double(x), "expected": 2 * x}
 """
 TOY_TESTS = """
 import pytest
