@@ -349,29 +349,45 @@ def run_against(
     return plugin.records, "\n".join(plugin.collection_errors) or f"pytest exit code {exit_code}"
 
 
-def gate_openers_against_liars(assignment: Assignment, *, device: str = "cpu") -> list[str]:
-    """One line per problem: a gate-opening test that passed against a lie, a part whose gate
-    nothing opens even with the reference's own outputs (it could never score), or a test
-    without a gating marker that did not compare on seeded inputs."""
-    return _problems(assignment, device)
+@dataclass(frozen=True)
+class LiarFindings:
+    """What `gate_openers_against_liars` found: problems to fix, and notes that need nothing."""
+
+    problems: list[str]
+    notes: list[str]
 
 
-def _problems(assignment: Assignment, device: str) -> list[str]:
+# The change that made a marker optional, as CHANGELOG.md names it.
+SELF_REPORTED_BY_USE_CHANGE = "hidden tests are self-reported from how they ran"
+
+
+def gate_openers_against_liars(assignment: Assignment, *, device: str = "cpu") -> LiarFindings:
+    """Problems: a gate-opening test that passed against a lie, a part whose gate nothing
+    opens even with the reference's own outputs (it could never score), or a test that asks
+    for `compare` and never calls it. Notes: each unmarked test graded as self-reported."""
     seed = grading_seed()
     where = f"{assignment.id} (grading seed {seed}, {device})"
     problems: list[str] = []
     honest, broken = run_against(assignment, HONEST, device=device, grading_seed=seed)
     if broken:
-        return [f"{where}: the hidden suite could not run: {broken}"]
+        return LiarFindings([f"{where}: the hidden suite could not run: {broken}"], [])
     opened = {t.part for t in honest if t.outcome == "passed" and not t.gated}
+    notes = [
+        f"{where}: part {test.part}: {test.name!r} did not compare with the reference on "
+        "seeded inputs, so it is graded as self_reported (it counts once its part's gate "
+        "opens; its part does not wait for it). Nothing to change: since "
+        f"'{SELF_REPORTED_BY_USE_CHANGE}' (CHANGELOG.md) no marker is needed; "
+        "@pytest.mark.self_reported says it in the test."
+        for test in honest
+        if test.self_reported_by_use and test.outcome != "skipped"
+    ]
     for test in honest:
-        if test.gated and not test.marked_gated and test.outcome != "skipped":
+        if test.gated and not test.never_opens_gate and test.outcome == "passed":
             problems.append(
-                f"{where}: part {test.part}: {test.name!r} carries no gating marker but did "
-                "not compare with the reference on seeded inputs, so it never opens the "
-                "gate, and its part's checks that name no test (`counts_after`) would wait "
-                "for it forever. Call `compare` with the `seed` fixture's value in its "
-                "arguments, or mark it self_reported."
+                f"{where}: part {test.part}: {test.name!r} asks for `compare` but never "
+                "called it, so it never opens the gate, and its part's checks that name no "
+                "test (`counts_after`) would wait for it forever. Call `compare` with the "
+                "`seed` fixture's value in its arguments, or drop its `compare` argument."
             )
     for part in assignment.parts:
         if part.id not in opened:
@@ -391,4 +407,4 @@ def _problems(assignment: Assignment, device: str) -> list[str]:
                     f"{where}: part {test.part}: {test.name!r} opens the gate but passed "
                     f"against a student side that {lie.description}. {lie.advice}"
                 )
-    return problems
+    return LiarFindings(problems, notes)

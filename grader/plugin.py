@@ -308,6 +308,22 @@ def marked_gated(item: pytest.Item) -> bool:
     return any(item.get_closest_marker(name) for name in GATED_MARKERS)
 
 
+def self_reported_by_use(item: pytest.Item) -> bool:
+    """Whether `item`, with no gating marker, reports on the student side alone, judged from
+    how it ran: it compared on inputs not drawn from its seed, or it made no comparison and
+    never asked for `compare`. Such a test is exactly a `self_reported` one: gated, and not a
+    test its part waits for. A test that asked for `compare` but stopped before calling it
+    (its part's code hung, or the part ran out of time) stays one its part waits for: which
+    tests those are must not depend on what a submission does.
+    """
+    if marked_gated(item):
+        return False
+    seeded = item.stash.get(SEEDED_COMPARES_KEY, [])
+    if seeded:
+        return not all(seeded)
+    return "compare" not in getattr(item, "fixturenames", ())
+
+
 def counts_after(item: pytest.Item) -> tuple[str, ...]:
     """The tests named by `item`'s `counts_after` marker ((): its part's gate applies)."""
     marker = item.get_closest_marker("counts_after")
@@ -565,6 +581,7 @@ class GraderPlugin:
             function=getattr(item, "originalname", item.name),
             counts_after=counts_after(item),
             marked_gated=marked_gated(item),
+            self_reported_by_use=self_reported_by_use(item),
             skipped_for_device=self._skipped_for_device(item),
             detail=detail,
             output=output,

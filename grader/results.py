@@ -44,8 +44,12 @@ class TestResult:
     # ...one of these test functions, where any are named (the plugin's `counts_after`).
     counts_after: tuple[str, ...] = ()
     # A gating marker (static_rule, self_reported, counts_after) says its verdict proves
-    # nothing; unmarked tests are the ones a part's gate-openers come from...
+    # nothing...
     marked_gated: bool = False
+    # ...or, with no marker, how it ran shows it reports on the student side alone (it never
+    # asked for `compare`, or compared on inputs not drawn from the hidden seed), which makes
+    # it exactly a self_reported test. The other tests are a part's possible gate-openers...
+    self_reported_by_use: bool = False
     # ...unless the grader skipped it for the device (`cuda_only` on CPU): it cannot pass
     # there, so it is not waited for. A skip the test itself decides still is.
     skipped_for_device: bool = False
@@ -75,6 +79,11 @@ class TestResult:
             output=MAX_OUTPUT_CHARS,
             waits_for=MAX_MESSAGE_CHARS,
         )
+
+    @property
+    def never_opens_gate(self) -> bool:
+        """Whether it can never open its part's gate, so the part does not wait for it."""
+        return self.marked_gated or self.self_reported_by_use
 
     @property
     def waiting(self) -> bool:

@@ -42,7 +42,8 @@ def score_tests(
     test can check (or its author did not say which): it counts once every test function
     of its part that can open the gate passed ungated at least once, so implementing one
     function of a part never unlocks forged checks of another. (A `cuda_only` test skipped
-    on a CPU grade is not waited for; a test that skipped itself is.)
+    on a CPU grade is not waited for; a test that skipped itself is; a self-reported one,
+    marked or not, never is.)
     """
     by_part: dict[str, list[TestResult]] = {part.id: [] for part in assignment.parts}
     for test in tests:
@@ -94,9 +95,9 @@ def _opened(test: TestResult, openers: list[TestResult], missing: list[str]) -> 
     possible gate-openers that have not passed, `_missing_openers`)."""
     if test.counts_after:
         return any(opener.function in test.counts_after for opener in openers)
-    # Which functions must have passed is read from the markers, not from how the tests ran:
-    # a seeded test that never got to compare (its part stopped after two timeouts) still
-    # counts as one that has not passed.
+    # Which functions must have passed is read from what the tests are (`never_opens_gate`),
+    # not from whether they got to compare: a seeded test that never did (its part stopped
+    # after two timeouts) still counts as one that has not passed.
     return bool(openers) and not missing
 
 
@@ -104,7 +105,9 @@ def _missing_openers(part_tests: list[TestResult], openers: list[TestResult]) ->
     """The part's possible gate-opening test functions that have not passed ungated yet."""
     passed = {opener.function for opener in openers}
     missing = {
-        t.function: t.name for t in part_tests if not t.marked_gated and not t.skipped_for_device
+        t.function: t.name
+        for t in part_tests
+        if not t.never_opens_gate and not t.skipped_for_device
     }
     return sorted(name for function, name in missing.items() if function not in passed)
 

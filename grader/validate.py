@@ -89,7 +89,10 @@ def _validate(assignment: Assignment, findings: _Findings, *, device: str) -> No
     except ImportError:
         findings.say(f"{assignment.id}: {LYING_UNAVAILABLE}")
     else:
-        findings.add(gate_openers_against_liars(assignment, device=device))
+        liars = gate_openers_against_liars(assignment, device=device)
+        findings.add(liars.problems)
+        for note in liars.notes:
+            findings.say(f"{assignment.id}: note: {note}")
 
 
 def missing_files(assignment: Assignment) -> Iterator[str]:

@@ -24,18 +24,27 @@ from tests.test_plugin import TOY_STUDENT_ONLY_TESTS, TOY_TESTS, toy_course
 def test_liars_find_a_gate_opener_whose_answer_ignores_the_seed(tmp_path: Path) -> None:
     assignment = toy_course(tmp_path, {"toy": TOY_TESTS, "reports": TOY_STUDENT_ONLY_TESTS})
     toy, reports = (part.id for part in assignment.parts)
-    problems = gate_openers_against_liars(assignment)
+    findings = gate_openers_against_liars(assignment)
+    problems = findings.problems
     ignored = [line for line in problems if "'seed ignored by the probe'" in line]
     never = [line for line in problems if "can never score" in line]
-    unmarked = [line for line in problems if "carries no gating marker" in line]
     assert ignored and all(f"part {toy}:" in line for line in ignored), problems
     assert len(never) == 1 and f"part {reports}:" in never[0], problems
-    # Tests that did not compare on seeded inputs and carry no marker saying so: they would
-    # hold their part's checks that name no test.
-    names = sorted(line.split("'")[1] for line in unmarked)
+    assert sorted(ignored + never) == sorted(problems)
+    # Tests that did not compare on seeded inputs and carry no marker: graded as
+    # self_reported, which validate notes, naming the change that made the marker optional.
+    names = sorted(line.split("'")[1] for line in findings.notes)
     assert names == ["one compare unseeded", "seed used elsewhere", "student only", "student only"]
-    assert any(f"part {reports}: 'student only'" in line for line in unmarked), problems
-    assert sorted(ignored + never + unmarked) == sorted(problems)
+    assert all("CHANGELOG.md" in line for line in findings.notes)
+
+
+def test_a_test_that_asks_for_compare_and_never_calls_it_is_a_problem(tmp_path: Path) -> None:
+    """Its part would wait for it forever: it cannot open the gate, but it may have."""
+    unused_compare = TOY_STUDENT_ONLY_TESTS.replace("(student, seed)", "(student, compare, seed)")
+    assignment = toy_course(tmp_path, {"toy": TOY_TESTS, "unused": unused_compare})
+    problems = gate_openers_against_liars(assignment).problems
+    unused = [line for line in problems if "never called it" in line]
+    assert len(unused) == 1 and "'student only' asks for `compare`" in unused[0], problems
 
 
 TOY_FORGEABLE_TESTS = """
@@ -66,7 +75,7 @@ def test_validate_finds_a_probe_that_computes_its_answer_where_student_code_runs
 ) -> None:
     """A student who rewrites such a probe from a frame reports the probe's own answer."""
     assignment = toy_course(tmp_path, {"forgeable": TOY_FORGEABLE_TESTS})
-    problems = gate_openers_against_liars(assignment)
+    problems = gate_openers_against_liars(assignment).problems
     assert len(problems) == 1, problems
     assert "'answer computed beside the call' opens the gate" in problems[0]
     assert "values the probe computes itself" in problems[0]

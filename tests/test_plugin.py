@@ -20,6 +20,7 @@ import torch.distributed.tensor  # noqa: F401
 
 from grader import plugin
 from grader.assignment import Assignment, Limits, parse_manifest
+from grader.grade import GradeSettings, grade_submission
 from grader.hints import error_hint
 from grader.lying import HONEST, run_against
 from grader.plugin import GraderPlugin, GradingSession, holds_seed
@@ -204,6 +205,45 @@ def test_only_tests_that_compared_on_seeded_inputs_open_the_gate(tmp_path: Path)
         # Seeded as far as the plugin can see; tests/test_lying_student.py catches it.
         "seed ignored by the probe": False,
     }
+
+
+# A part as a course wrote it before markers were needed: a seeded test and a check that only
+# reads the student side, with no marker.
+TOY_SEEDED_AND_UNMARKED_TESTS = """
+import pytest
+import torch
+
+import {probes} as probes
+
+
+@pytest.mark.points(1)
+def test_seeded(compare, seed):
+    '''seeded'''
+    got, want = compare(probes.doubled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.points(1)
+def test_student_only(student, seed):
+    '''student only'''
+    assert student(probes.doubled, seed=seed)["y"].shape == (4,)
+"""
+
+
+@pytest.mark.slow
+def test_a_reference_with_an_unmarked_student_only_test_grades_full_marks(
+    tmp_path: Path,
+) -> None:
+    assignment = toy_course(tmp_path, {"mixed": TOY_SEEDED_AND_UNMARKED_TESTS})
+    result = grade_submission(
+        assignment.solutions_dir, assignment, GradeSettings(device="cpu", seed=3)
+    )
+    assert not result.grader_error
+    assert [(t.name, t.outcome, t.score, t.max_score) for t in result.tests] == [
+        ("seeded", "passed", 5.0, 5.0),
+        ("student only", "passed", 5.0, 5.0),
+    ]
+    assert result.score == result.max_score == 10.0
 
 
 @pytest.mark.parametrize(
@@ -595,6 +635,78 @@ def test_a_test_that_did_not_compare_on_seeded_inputs_does_not_open_the_gate(
         "another seed": True,
     }
     assert run.scores() == {"unseeded": 0.0}
+
+
+# A check that only reads the student side and carries no marker, as a course writes it
+# from the guide: graded as if it were marked self_reported.
+UNMARKED_CHECK_TESTS = (
+    SEEDED_TEST
+    + '''
+
+@pytest.mark.points(1)
+def test_student_only_check(student, seed):
+    """student-only check"""
+    assert student(fake_probes.doubled, seed=seed)["y"].shape == (4,)
+'''
+)
+
+
+def test_an_unmarked_student_only_check_counts_as_self_reported(
+    pytester: pytest.Pytester,
+) -> None:
+    run = run_hidden(
+        pytester,
+        {"wrong": WRONG_STUDENT},
+        {"right": UNMARKED_CHECK_TESTS, "wrong": UNMARKED_CHECK_TESTS},
+    )
+    assert [(r.part, r.name, r.outcome, r.gated, r.self_reported_by_use) for r in run.records] == [
+        ("right", "Doubles a random vector", "passed", False, False),
+        ("right", "student-only check", "passed", True, True),
+        ("wrong", "Doubles a random vector", "failed", False, False),
+        ("wrong", "student-only check", "passed", True, True),
+    ]
+    # The part does not wait for its own check: the seeded test alone opens its gate...
+    assert run.scores() == {"right": 10.0, "wrong": 0.0}
+    # ...and where that test fails, the check waits for it, not for itself.
+    _, scored = score_tests(run.assignment, run.records, sources={}, problems={})
+    waiting = next(t for t in scored if t.part == "wrong" and t.name == "student-only check")
+    assert waiting.waits_for == "'Doubles a random vector'"
+
+
+# A test that asks for `compare` but stops before calling it is still one its part waits
+# for: which tests those are must not depend on what the submission does.
+STOPPED_BEFORE_COMPARE_TESTS = (
+    SEEDED_TEST
+    + '''
+
+@pytest.mark.points(1)
+def test_slow_then_compared(student, compare, seed):
+    """slow, then compared"""
+    student(fake_probes.slow, seed=seed)
+    got, want = compare(fake_probes.doubled, seed=seed)
+    torch.testing.assert_close(got["y"], want["y"])
+
+
+@pytest.mark.self_reported
+@pytest.mark.points(1)
+def test_check(student, seed):
+    """check"""
+    assert student(fake_probes.doubled, seed=seed)["y"].shape == (4,)
+'''
+)
+
+
+def test_a_test_stopped_before_its_comparison_is_still_waited_for(
+    pytester: pytest.Pytester,
+) -> None:
+    run = run_hidden(pytester, {}, {"part": STOPPED_BEFORE_COMPARE_TESTS})
+    records = run.by_name()
+    assert records["slow, then compared"].outcome == "timeout"
+    assert not records["slow, then compared"].never_opens_gate
+    parts, scored = score_tests(run.assignment, run.records, sources={}, problems={})
+    assert parts[0].score == pytest.approx(10 / 3)  # the seeded test only
+    check = next(t for t in scored if t.name == "check")
+    assert check.score == 0 and check.waits_for == "'slow, then compared'"
 
 
 TIMING_OUT_TESTS = '''
