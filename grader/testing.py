@@ -189,20 +189,27 @@ def assert_tensor_close(
 
 def assert_losses_close(
     got: Any,
-    want: Sequence[float],
+    want: Sequence[float] | torch.Tensor,
     *,
     what: str,
     hint: str | None = None,
-    dtype: torch.dtype = torch.float64,
+    dtype: torch.dtype | None = None,
     rtol: float | None = None,
     sizes: Mapping[str, int] | None = None,
 ) -> None:
     """Assert `got` is a list of floats as long as `want`, naming the first step that diverged.
 
+    The relative tolerance is `rtol`, else `LOSS_RTOL` for the dtype the training ran in:
+    `dtype` where given, else `want`'s own where it is a tensor of losses, else float64 (a
+    list of Python floats carries no dtype: pass `dtype=` for losses of float32 training).
     The message names the usual causes it can see: a nan or inf loss (training diverged), and
     a first loss that is a whole factor off (a sum where the reference averages, or the
     other way round; `sizes` as in `assert_tensor_close`).
     """
+    if isinstance(want, torch.Tensor):
+        dtype = want.dtype if dtype is None else dtype
+        want = [float(value) for value in want.detach().cpu().reshape(-1).tolist()]
+    dtype = torch.float64 if dtype is None else dtype
     if not isinstance(got, list) or not all(type(v) is float for v in got):
         kinds = sorted({type(v).__name__ for v in got}) if isinstance(got, list) else []
         detail = f"a list of {', '.join(kinds)}" if kinds else _describe(got)

@@ -74,6 +74,31 @@ def test_losses_computed_in_float32_show_their_difference_and_name_float32() -> 
     assert "float32" not in str(caught.value)
 
 
+def test_loss_tolerance_follows_the_dtype_the_losses_came_from() -> None:
+    # 1e-4 relative: float32 training's rounding, far outside float64's 1e-6.
+    want32 = torch.tensor([0.75, 0.5], dtype=torch.float32)
+    got = [0.75 * (1 + 1e-4), 0.5]
+    assert_losses_close(got, want32, what="losses")  # float32: rtol 1e-3
+    with pytest.raises(AssertionError, match="relative tolerance 1e-06"):
+        assert_losses_close(got, want32.double(), what="losses")
+    # A list of floats carries no dtype: float64's tolerance, unless `dtype` says otherwise.
+    with pytest.raises(AssertionError, match="relative tolerance 1e-06"):
+        assert_losses_close(got, want32.tolist(), what="losses")
+    assert_losses_close(got, want32.tolist(), what="losses", dtype=torch.float32)
+    # An explicit dtype wins over the tensor's, and an explicit rtol over both.
+    with pytest.raises(AssertionError, match="relative tolerance 1e-06"):
+        assert_losses_close(got, want32, what="losses", dtype=torch.float64)
+    with pytest.raises(AssertionError, match="relative tolerance 1e-05"):
+        assert_losses_close(got, want32, what="losses", rtol=1e-5)
+
+
+def test_losses_of_a_tensor_are_checked_step_by_step() -> None:
+    with pytest.raises(AssertionError, match="first differs at step 1: got 3, expected 2"):
+        assert_losses_close([1.0, 3.0], torch.tensor([1.0, 2.0]), what="losses")
+    with pytest.raises(AssertionError, match="2 losses, expected 3"):
+        assert_losses_close([1.0, 2.0], torch.tensor([1.0, 2.0, 3.0]), what="losses")
+
+
 def test_losses_must_be_python_floats() -> None:
     with pytest.raises(AssertionError, match="list of Tensor"):
         assert_losses_close([torch.tensor(1.0)], [1.0], what="losses")
