@@ -52,10 +52,19 @@ test: $(VENV)/.dev
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck validate
 	$(PY) -m pytest -n auto --dist loadfile
 
+# Every benchmark docs/benchmarks.md quotes, at its defaults; the container's only where a
+# Docker engine answers and `make docker` built its image. tests/test_bench.py runs each one
+# at its smallest setting, so a change that breaks one fails `make test`.
 bench: $(VENV)/.dev
 	$(PY) bench/bench_grade.py
 	$(PY) bench/bench_check.py
 	$(PY) bench/bench_batch.py
+	$(PY) bench/bench_similarity.py
+	@if docker image inspect torch-grader-autograder:pytorch_basics >/dev/null 2>&1; then \
+		echo "$(PY) bench/bench_container.py"; $(PY) bench/bench_container.py; \
+	else \
+		echo "bench_container.py not run: no Docker engine or no image (make docker builds it)"; \
+	fi
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache

@@ -1,8 +1,9 @@
 """Time `python -m grader check` on a full, correct starter kit, as a student runs it.
 
-Builds a temporary kit (grader/ and assignments/, with the reference files copied over the
-stubs), runs `check` from the kit's folder with no PYTHONPATH, and prints the median wall
-time of N runs. Each run starts cold: a fresh interpreter, so torch is imported every time.
+Builds a temporary kit as `build` ships it (grader/ and the one assignment's folder, with
+the reference files copied over the stubs), runs `check` from the kit's folder with no
+PYTHONPATH, and prints the median wall time of N runs. Each run starts cold: a fresh
+interpreter, so torch is imported every time.
 
 Usage: python bench/bench_check.py [--repeats N]
 """
@@ -26,9 +27,13 @@ ASSIGNMENT = Path("assignments") / "pytorch_basics"
 
 
 def build_correct_kit(destination: Path) -> Path:
-    """A starter kit whose part files are the reference solutions."""
+    """A starter kit whose part files are the reference solutions.
+
+    Only the one assignment, as in the kit `build` writes: with several, `check` would ask
+    which one to check.
+    """
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*_submission.zip")
-    for name in ("grader", "assignments"):
+    for name in (Path("grader"), ASSIGNMENT):
         shutil.copytree(ROOT / name, destination / name, ignore=ignore)
     for part_file in (ROOT / ASSIGNMENT).glob("*.py"):
         reference = SOLUTIONS / part_file.name

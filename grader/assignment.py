@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from grader.course import (
-    PACKAGE_ROOT,
     AssignmentChoiceNeeded,
     AssignmentFiles,
     assignments_dir,
@@ -24,9 +23,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10 (Gradescope's Ubuntu 22.04 image)
     import tomli as tomllib
 
-# The folder holding the grader package, which child processes import it from. In a checkout
-# it is also the course root; where the assignments are is `grader.course.find_course_root`'s.
-COURSE_ROOT = PACKAGE_ROOT
 GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 

@@ -20,6 +20,7 @@ from rich.console import Console
 
 from grader.assignment import choose_assignment
 from grader.course import COURSE_ENV, AssignmentChoiceNeeded
+from grader.devices import DEVICES, resolve_device
 from grader.errors import ConfigError, GraderError, SubmissionError, UsageError
 
 
@@ -70,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     grade = commands.add_parser("grade", help="grade one submission with the hidden tests")
     grade.add_argument("submission", type=Path, help="a folder, a .zip, or a notebook")
     grade.add_argument("-a", "--assignment", help="assignment id (optional if only one)")
-    grade.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    grade.add_argument("--device", default="auto", choices=DEVICES)
     grade.add_argument("--seed", type=_seed, help="reproduce an earlier grading run")
     grade.add_argument("--results", type=Path, help="write Gradescope results.json here")
     grade.add_argument("--report", type=Path, help="write report.json here")
@@ -83,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--root", type=Path, default=Path("/autograder"), help="Gradescope's folder"
     )
     gradescope.add_argument("-a", "--assignment", help="assignment id (optional if only one)")
-    gradescope.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    gradescope.add_argument("--device", default="auto", choices=DEVICES)
     gradescope.add_argument("--seed", type=_seed, help="reproduce an earlier grading run")
 
     build = commands.add_parser("build", help="build the Gradescope autograder or starter kit")
@@ -124,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--force", action="store_true", help="regrade already graded submissions")
     batch.add_argument("--executor", default="local", choices=("local", "ray"))
     batch.add_argument("--address", help="Ray cluster address (default: start a local instance)")
-    batch.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    batch.add_argument("--device", default="auto", choices=DEVICES)
     batch.add_argument("--seed", type=_seed, help="the seed for every submission")
     batch.add_argument(
         "--no-similarity",
@@ -137,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         "validate", help="check an assignment (reference, stubs, tests, fixtures, kit, notebook)"
     )
     validate.add_argument("-a", "--assignment", help="assignment id (default: every one)")
-    validate.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"))
+    validate.add_argument("--device", default="cpu", choices=DEVICES)
 
     new = commands.add_parser("new", help="scaffold a new assignment that passes validate")
     new.add_argument("name", help="the assignment id: lower case letters, digits and _")
@@ -271,7 +272,6 @@ def _run_batch(args: argparse.Namespace, console: Console) -> ExitCode:
 
 def _run_validate(args: argparse.Namespace, console: Console) -> ExitCode:
     from grader.assignment import available_assignments
-    from grader.grade import resolve_device
     from grader.validate import validate_assignment
 
     names = [args.assignment] if args.assignment else available_assignments()

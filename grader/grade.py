@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import grader
 from grader.assignment import Assignment
-from grader.errors import ConfigError, SubmissionError, UsageError
+from grader.devices import resolve_device
+from grader.errors import ConfigError, SubmissionError
 from grader.notebook import (
     MAX_ORIGIN_CHARS,
     NotebookOrigin,
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEVICES = ("auto", "cpu", "cuda")
 PROVISIONAL_MESSAGE = "Grading did not finish (the grader was stopped or ran out of memory)."
 
 
@@ -53,25 +53,6 @@ class GradeSettings:
     # Extra paths student code must not see (results folders, Gradescope metadata).
     hide: tuple[Path, ...] = ()
     keep_jobs: bool = False
-
-
-def _cuda_available() -> bool:
-    """Whether torch sees a GPU; without an NVIDIA driver, known without importing torch."""
-    if not any(Path(p).exists() for p in ("/proc/driver/nvidia", "/dev/nvidiactl")):
-        return False
-    import torch
-
-    return bool(torch.cuda.is_available())
-
-
-def resolve_device(requested: str) -> str:
-    if requested not in DEVICES:
-        raise UsageError(f"--device {requested!r}: use one of {', '.join(DEVICES)}.")
-    if requested == "auto":
-        return "cuda" if _cuda_available() else "cpu"
-    if requested == "cuda" and not _cuda_available():
-        raise UsageError("--device cuda: no CUDA GPU is visible here; use --device cpu or auto.")
-    return requested
 
 
 def environment(device: str, protections: dict[str, Any]) -> dict[str, Any]:

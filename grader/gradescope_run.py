@@ -21,13 +21,8 @@ from typing import Any
 
 from grader.assignment import Assignment, load_assignment
 from grader.atomic import write_json_atomic
-from grader.grade import (
-    GradeSettings,
-    crashed_result,
-    grade_in_worker,
-    provisional_result,
-    resolve_device,
-)
+from grader.devices import resolve_device
+from grader.grade import GradeSettings, crashed_result, grade_in_worker, provisional_result
 from grader.gradescope import failure_results_dict, results_dict
 from grader.policy.apply import PolicyOutcome, apply_policy
 from grader.policy.metadata import SubmissionFacts, gradescope_facts
@@ -38,7 +33,6 @@ from grader.walk import walk_submission
 
 log = logging.getLogger(__name__)
 
-DEFAULT_ROOT = Path("/autograder")
 # submission_metadata.json holds every previous result of the student; it is never huge, but
 # it is read before grading, so a cap keeps a broken file from costing the run.
 MAX_METADATA_BYTES = 32 * 1024 * 1024

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from grader.assignment import COURSE_ROOT, Assignment
+from grader.assignment import Assignment
+from grader.course import PACKAGE_ROOT
 from grader.errors import ConfigError
 from grader.jsonlines import JsonLines
 from grader.suites import TIMEOUTS_PER_PART, TIMEOUTS_PER_PART_MESSAGE
@@ -170,7 +171,7 @@ def _environment(student_dir: Path) -> dict[str, str]:
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["GRADER_STUDENT_DIR"] = str(student_dir)
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(COURSE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+        [str(PACKAGE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
     return env
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from grader import scratch
-from grader.assignment import COURSE_ROOT
+from grader.course import PACKAGE_ROOT
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def _folder_of_a_killed_process(root: Path) -> Path:
         capture_output=True,
         text=True,
         check=False,
-        env={**os.environ, "PYTHONPATH": str(COURSE_ROOT)},
+        env={**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)},
     )
     assert child.returncode == -signal.SIGKILL, child.stderr
     folder = Path(child.stdout.strip())

@@ -22,7 +22,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from grader.assignment import COURSE_ROOT, Assignment
+from grader.assignment import Assignment
 from grader.atomic import write_json_atomic
 from grader.batch.discovery import BatchItem, discover_submissions
 from grader.batch.gradebook import (
@@ -60,6 +60,7 @@ from grader.batch.workers import (
     make_executor,
     require_ray,
 )
+from grader.course import PACKAGE_ROOT
 from grader.errors import UsageError
 from grader.report import Report, report_from_dict
 from grader.results import MAX_DETAIL_CHARS
@@ -108,7 +109,7 @@ class _RateColumn(ProgressColumn):
 def _safe_to_hide(path: Path) -> bool:
     """Hiding a folder that holds the grader, Python or the sandbox's scratch would break it."""
     resolved = path.resolve()
-    for needed in (COURSE_ROOT, Path(sys.prefix), Path(tempfile.gettempdir())):
+    for needed in (PACKAGE_ROOT, Path(sys.prefix), Path(tempfile.gettempdir())):
         if needed.resolve() == resolved or resolved in needed.resolve().parents:
             log.warning("student code can read %s: hiding it would hide %s too", path, needed)
             return False

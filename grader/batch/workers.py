@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from grader.assignment import COURSE_ROOT, Assignment, load_assignment
+from grader.assignment import Assignment, load_assignment
 from grader.batch.discovery import BatchItem
-from grader.course import COURSE_ENV
+from grader.course import COURSE_ENV, PACKAGE_ROOT
 from grader.errors import GraderError, UsageError
 from grader.jsonlines import JsonLines
 from grader.refcache import ReferenceCache
@@ -84,7 +84,8 @@ class GradingWorker:
     """One warm grading process: torch imported once, one fork server for every submission."""
 
     def __init__(self, config: WorkerConfig, *, preforked: PreforkedZygote | None = None) -> None:
-        from grader.grade import GradeSettings, resolve_device, sandbox_settings
+        from grader.devices import resolve_device
+        from grader.grade import GradeSettings, sandbox_settings
         from grader.sandbox.client import Sandbox
 
         self.assignment = load_assignment(config.assignment)
@@ -312,7 +313,7 @@ class LocalExecutor:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log_file,
-                cwd=COURSE_ROOT,
+                cwd=PACKAGE_ROOT,
                 env=worker_environment(),
                 start_new_session=True,  # Ctrl-C reaches the coordinator, which stops workers
             )
@@ -461,7 +462,7 @@ def worker_environment() -> dict[str, str]:
         # One intra-op thread per torch process, so workers do not fight over the cores.
         OMP_NUM_THREADS="1",
         MKL_NUM_THREADS="1",
-        PYTHONPATH=str(COURSE_ROOT),
+        PYTHONPATH=str(PACKAGE_ROOT),
         # Ask NVML, not the CUDA driver, whether a GPU exists: the zygote is forked from the
         # worker, and CUDA initialised before a fork is unusable in every child.
         PYTORCH_NVML_BASED_CUDA_CHECK="1",
@@ -499,7 +500,7 @@ def grade_in_ray(config_json: str, path: str) -> ReportData:
 def _ray_environment() -> dict[str, str]:
     """What Ray workers need from here: the course checkout, and the grader's own settings."""
     env = {k: v for k, v in os.environ.items() if k.startswith("GRADER_")}
-    env["PYTHONPATH"] = str(COURSE_ROOT)
+    env["PYTHONPATH"] = str(PACKAGE_ROOT)
     return env
 
 
@@ -570,7 +571,7 @@ def require_ray() -> Any:
         install = f"{pip} install -e '.[ray]'" if pip.exists() else f"{python} -m pip install ray"
         raise UsageError(
             f"--executor ray needs Ray, which is not installed for {python}. From the "
-            f"checkout's folder ({COURSE_ROOT}): {install}  (or run without --executor ray "
+            f"checkout's folder ({PACKAGE_ROOT}): {install}  (or run without --executor ray "
             "to grade on this machine)."
         ) from None
     return ray
