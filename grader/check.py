@@ -15,6 +15,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.assignment import Assignment, available_assignments, choose_assignment
-from grader.errors import ConfigError, SubmissionError
+from grader.errors import ConfigError, SubmissionError, UsageError
 from grader.public_run import NOT_IMPLEMENTED, PASSED, SKIPPED, PublicTest, run_public_tests
 from grader.submission import PreparedSubmission, prepare_submission
 from grader.table import message_lines, outcome_label
@@ -138,50 +139,76 @@ def again_command(assignment_id: str) -> str:
 
 
 def locate_student_folder(directory: Path, assignment: Assignment) -> Path:
-    """The folder holding the student's files: DIR itself, DIR/assignments/<id>, or a parent."""
+    """The folder holding the student's files: DIR, DIR/assignments/<id>, a parent, or the kit's.
+
+    Anywhere inside the kit (the course root the assignment was found in), the files are
+    the assignment's own folder there.
+    """
     if not directory.is_dir():
         raise SubmissionError(f"{directory} is not a folder; name the folder holding your files.")
     wanted = [*assignment.files, *([assignment.notebook] if assignment.notebook else [])]
     start = directory.resolve()
+    kit = assignment.directory.parent.parent.resolve()
     inside_assignment = [p for p in start.parents if (p / "assignment.toml").is_file()][:1]
-    for folder in (start, start / "assignments" / assignment.id, *inside_assignment):
+    inside_kit = [assignment.directory] if start.is_relative_to(kit) else []
+    for folder in (start, start / "assignments" / assignment.id, *inside_assignment, *inside_kit):
         if any((folder / name).is_file() for name in wanted):
             return folder
     raise SubmissionError(
-        f"no file of {assignment.id} ({', '.join(assignment.files)}) in {directory}. Run the "
-        "command in the starter kit's folder (the one holding grader/ and assignments/), or "
-        "name the folder holding your files: python -m grader check path/to/folder"
+        f"no file of {assignment.id} ({', '.join(assignment.files)}) in {start}. Run the "
+        f"command inside the starter kit's folder, {kit} (the one holding grader/ and "
+        "assignments/), or name the folder holding your files: "
+        "python -m grader check path/to/folder"
     )
 
 
-def check_command(directory: Path, assignment_name: str | None) -> CheckResult:
-    """Find the student's files under `directory` (or take a .zip/.ipynb) and test them."""
+def check_command(
+    directory: Path, assignment_name: str | None, *, parts: Sequence[str] | None = None
+) -> CheckResult:
+    """Find the student's files under `directory` (or take a .zip/.ipynb) and test them.
+
+    `parts`: only these parts' public tests (default: every part's).
+    """
     assignment = resolve_assignment(assignment_name, directory)
+    known = [part.id for part in assignment.parts]
+    unknown = [part for part in parts or () if part not in known]
+    if unknown:
+        raise UsageError(
+            f"{assignment.id} has no part {', '.join(unknown)}; its parts: {', '.join(known)}."
+        )
     if directory.is_file() and directory.suffix.lower() in (".zip", ".ipynb"):
-        return check_folder(directory, assignment)  # exactly what would be uploaded
-    return check_folder(locate_student_folder(directory, assignment), assignment)
+        return check_folder(directory, assignment, parts=parts)  # exactly what is uploaded
+    return check_folder(locate_student_folder(directory, assignment), assignment, parts=parts)
 
 
-def check_folder(student_dir: Path, assignment: Assignment) -> CheckResult:
+def check_folder(
+    student_dir: Path, assignment: Assignment, *, parts: Sequence[str] | None = None
+) -> CheckResult:
     """Prepare the student's folder (or zip, or notebook) as `grade` would, then test it."""
     with tempfile.TemporaryDirectory(prefix="grader-check-") as temporary:
         workdir = Path(temporary)
         prepared = prepare_submission(student_dir, assignment, workdir / "submission")
-        return check_prepared(prepared, assignment, student_dir, workdir)
+        return check_prepared(prepared, assignment, student_dir, workdir, parts=parts)
 
 
 def check_prepared(
-    prepared: PreparedSubmission, assignment: Assignment, student_dir: Path, workdir: Path
+    prepared: PreparedSubmission,
+    assignment: Assignment,
+    student_dir: Path,
+    workdir: Path,
+    *,
+    parts: Sequence[str] | None = None,
 ) -> CheckResult:
     """Run the public tests on an already prepared submission (`submit` shares this)."""
     started = time.monotonic()
-    tests, error = run_public_tests(prepared.directory, assignment, workdir)
+    tests, error = run_public_tests(prepared.directory, assignment, workdir, parts=parts)
     tests = [_explain_unrunnable(test, prepared, assignment, student_dir) for test in tests]
-    parts = tuple(_summarise(part.id, tests, prepared, assignment) for part in assignment.parts)
+    checked = [part.id for part in assignment.parts if parts is None or part.id in parts]
+    summaries = tuple(_summarise(part_id, tests, prepared, assignment) for part_id in checked)
     return CheckResult(
         assignment=assignment.id,
         directory=student_dir,
-        parts=parts,
+        parts=summaries,
         tests=tuple(tests),
         notes=prepared.notes,
         error=error,
@@ -225,8 +252,13 @@ def _summarise(
     )
 
 
-def print_check(result: CheckResult, console: Console, *, details: bool = True) -> None:
-    """The table per part, notes, then (with `details`) each failure with what differed."""
+def print_check(
+    result: CheckResult, console: Console, *, details: bool = True, again: str | None = None
+) -> None:
+    """The table per part, notes, then (with `details`) each failure with what differed.
+
+    `again`: the command that runs these tests again (default: the `check` command line).
+    """
     table = Table(
         title=f"{result.assignment}: public tests", caption=f"your files: {result.directory}"
     )
@@ -277,7 +309,7 @@ def print_check(result: CheckResult, console: Console, *, details: bool = True) 
             Text.assemble(
                 (f"{len(failing)} of {len(counted)} public tests not passing. ", "bold red"),
                 "Fix the first problem of each part, then run "
-                f"`{again_command(result.assignment)}` again.",
+                f"`{again or again_command(result.assignment)}` again.",
             )
         )
 

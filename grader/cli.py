@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("-a", "--assignment", help="assignment id (optional if only one)")
     check.add_argument("--json", action="store_true", help="print the results as JSON")
+    check.add_argument(
+        "--part", action="append", help="only this part's public tests (repeat for several)"
+    )
 
     submit = commands.add_parser("submit", help="check your files and zip them for Gradescope")
     submit.add_argument(
@@ -225,7 +228,7 @@ def _run_check(args: argparse.Namespace, console: Console) -> ExitCode:
 
     assignment, note = choose_assignment(args.assignment, args.directory)
     _note(note, stream=sys.stderr if args.json else sys.stdout)  # --json: stdout is JSON only
-    result = check_command(args.directory, assignment.id)
+    result = check_command(args.directory, assignment.id, parts=args.part)
     if args.json:
         print_check_json(result)
     else:

@@ -146,6 +146,50 @@ def test_a_folder_without_the_assignment_is_a_clear_error(tmp_path: Path) -> Non
     assert process.returncode == 1
     assert "no file of pytorch_basics" in process.stderr
     assert "manual_backprop.py" in process.stderr
+    # The absolute folder it looked in, and the kit's folder to run it in.
+    assert f"in {empty.resolve()}." in process.stderr
+    assert f"inside the starter kit's folder, {kit.resolve()} " in process.stderr
+
+
+def test_check_works_from_any_folder_inside_the_kit(starter_kit: Path) -> None:
+    for folder in (starter_kit / "assignments", starter_kit / "grader" / "notebook"):
+        process = run_kit_cli(
+            "check", "--part", "autograd_loop", cwd=folder, pythonpath=starter_kit
+        )
+        assert process.returncode == 1, process.stderr
+        rows = table_rows(process.stdout)
+        assert list(rows) == ["autograd_loop"]  # --part: that part's tests only
+        assert "not implemented yet" in rows["autograd_loop"]
+        caption = "".join(process.stdout.split())  # rich wraps a long path
+        assert f"yourfiles:{starter_kit / 'assignments' / 'pytorch_basics'}" in caption
+
+
+def test_an_unknown_part_lists_the_parts(starter_kit: Path) -> None:
+    process = run_kit_cli("check", "--part", "backprop", cwd=starter_kit)
+    assert process.returncode == 2
+    assert "pytorch_basics has no part backprop; its parts: manual_backprop," in process.stderr
+
+
+def test_a_missing_package_is_one_line_naming_it(starter_kit: Path, tmp_path: Path) -> None:
+    # An interpreter where `rich` cannot be imported: the venv is not active.
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "rich.py").write_text("raise ModuleNotFoundError(name='rich')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env["PYTHONPATH"] = f"{starter_kit}{os.pathsep}{shadow}"
+    process = subprocess.run(
+        [sys.executable, "-m", "grader", "check"],
+        cwd=starter_kit,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert process.returncode == 2
+    assert "Traceback" not in process.stderr
+    assert process.stderr.startswith("error: the package rich is not installed for ")
+    assert "Activate the kit's virtual environment" in process.stderr
+    assert len(process.stderr.strip().splitlines()) == 1
 
 
 def only_manual_backprop_tests(tmp_path: Path) -> Assignment:
