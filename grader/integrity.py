@@ -24,7 +24,9 @@ is suspect. Pure and unbounded: it runs inside `grader.source_check`'s limited c
 from __future__ import annotations
 
 import ast
+import dis
 import re
+import sys
 from collections.abc import Iterator
 from types import CodeType
 
@@ -44,24 +46,36 @@ FRAME_ATTRIBUTES = frozenset(
 # or profile hook to every frame that runs after it is set.
 REACHING_ATTRIBUTES = frozenset(
     {"__globals__", "__builtins__", "__dict__", "__getattribute__", "getattr_static"}
+    # A builtin function's module: print.__self__ is `builtins`.
+    | {"__self__"}
     | {"attrgetter", "methodcaller", "get_field", "import_module"}
     | {"get_objects", "get_referrers", "get_referents"}
     | {"settrace", "setprofile", "_settraceallthreads", "_setprofileallthreads"}
 )
 # Builtins that run code, or read namespaces or attributes, by names given as data.
 REACHING_BUILTINS = frozenset(
-    {"globals", "vars", "locals", "eval", "exec", "compile", "__import__", "breakpoint"}
-    | {"__builtins__"}
+    {"globals", "vars", "locals", "eval", "exec", "compile", "__import__", "__builtins__"}
 )
 # The attribute builtins: harmless with the name written out (`getattr(m, "weight")`).
 ATTRIBUTE_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
-# Modules whose purpose is reaching frames, live objects, builtins or raw memory.
-REACHING_MODULES = frozenset({"gc", "inspect", "builtins", "ctypes", "importlib", "pdb", "bdb"})
+# Modules whose purpose is reaching frames, builtins or raw memory (`gc` is not one of them:
+# `gc.collect()` before a timing is honest; its object lists are refused by name above).
+REACHING_MODULES = frozenset({"inspect", "builtins", "ctypes", "importlib", "pdb", "bdb"})
+# `from m import *` binds m's functions by bare names the attribute checks never see
+# (`_getframe(1)`, `get_objects()`).
+STAR_REFUSED_MODULES = REACHING_MODULES | {"sys", "gc"}
 # `sys.modules` finds any loaded module by name; `modules` alone is also nn.Module's method.
 SYS_ATTRIBUTES = frozenset({"modules"})
 SUSPECT_NAMES = (
-    FRAME_ATTRIBUTES | REACHING_ATTRIBUTES | REACHING_BUILTINS | ATTRIBUTE_BUILTINS
-) | SYS_ATTRIBUTES
+    (FRAME_ATTRIBUTES | REACHING_ATTRIBUTES | REACHING_BUILTINS | ATTRIBUTE_BUILTINS)
+    | SYS_ATTRIBUTES
+    | REACHING_MODULES
+    | STAR_REFUSED_MODULES
+    | {"__name__", "sys"}
+)
+# Files up to this size are always parsed (milliseconds); larger ones only when their
+# compiled code is suspect (`_suspect`), since a hostile 1 MiB file takes seconds to parse.
+ALWAYS_PARSED_CHARS = 64 * 1024
 # Names that, inside a string, are most likely looked up (getattr(frame, "f_globals")).
 LOOKED_UP_NAMES = FRAME_ATTRIBUTES | REACHING_ATTRIBUTES | REACHING_MODULES
 NAME_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -79,15 +93,17 @@ MESSAGE = (
 def reaching_uses(text: str, code: CodeType) -> list[str]:
     """One "line N: what" per place `text` (compiled as `code`) reaches the grader's objects.
 
-    Raises nothing: a file that does not parse has already failed to compile.
+    Code under a top-level `if __name__ == "__main__":` is not read: grading never runs it
+    (and assigning `__name__`, the one way to make it run, is itself refused). Raises
+    nothing: a file that does not parse has already failed to compile.
     """
-    if not _suspect(code):
+    if len(text) > ALWAYS_PARSED_CHARS and not _suspect(code):
         return []
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return []
-    found = sorted({(line, what) for line, what in _uses(tree)})
+    found = sorted(set(_Reader(tree).uses()))
     return [f"line {line}: {what}" for line, what in found]
 
 
@@ -103,17 +119,41 @@ def reaching_message(uses_by_file: dict[str, list[str]]) -> str:
     return MESSAGE.format(file=files, uses="; ".join(shown) + more)
 
 
+def is_main_guard(statement: ast.stmt) -> bool:
+    """`if __name__ == "__main__":` or `if "__main__" == __name__:`, nothing looser."""
+    if not isinstance(statement, ast.If):
+        return False
+    test = statement.test
+    if not (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+    ):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(
+        isinstance(name, ast.Name)
+        and name.id == "__name__"
+        and isinstance(main, ast.Constant)
+        and isinstance(main.value, str)
+        and main.value == "__main__"
+        for name, main in (sides, sides[::-1])
+    )
+
+
 def _suspect(code: CodeType) -> bool:
-    """Whether `code` names anything this rule looks for (then the syntax tree says where)."""
+    """Whether a large file's compiled code names anything this rule looks for, or patches an
+    attribute where it imports the standard library (then the syntax tree says where)."""
+    stores = imports_stdlib = False
     for each in _code_objects(code):
-        if SUSPECT_NAMES.intersection(each.co_names) or REACHING_MODULES.intersection(
-            each.co_names
-        ):
+        if SUSPECT_NAMES.intersection(each.co_names):
             return True
-        for constant in each.co_consts:
-            if isinstance(constant, str | bytes) and _names_in_text(constant):
-                return True
-    return False
+        if any(isinstance(c, str | bytes) and _names_in_text(c) for c in each.co_consts):
+            return True
+        for instruction in dis.get_instructions(each):
+            if instruction.opname in ("STORE_ATTR", "DELETE_ATTR"):
+                stores = True
+            elif instruction.opname == "IMPORT_NAME":
+                imports_stdlib |= _is_stdlib(str(instruction.argval))
+    return stores and imports_stdlib
 
 
 def _code_objects(code: CodeType) -> Iterator[CodeType]:
@@ -137,57 +177,135 @@ def _names_in_text(value: str | bytes) -> list[str]:
     return sorted(set(NAME_TOKEN.findall(text)) & LOOKED_UP_NAMES)
 
 
-def _uses(tree: ast.Module) -> Iterator[tuple[int, str]]:
-    sys_names = _names_bound_to(tree, "sys")
-    docstrings = docstring_ids(tree)
-    for node in ast.walk(tree):
-        line = getattr(node, "lineno", 0)
+def _is_stdlib(module: str) -> bool:
+    top = module.split(".")[0]
+    return top in sys.stdlib_module_names and top != "__future__"
+
+
+class _Reader:
+    """One file's syntax tree, read for every way it reaches the grader's objects."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.docstrings = docstring_ids(tree)
+        self.own = _own_object_reads(tree)
+        # Names an `import` binds to a module: `sys` and its aliases, and the standard
+        # library's modules (whose functions student code must not replace).
+        bound = _names_bound_by_import(tree)
+        self.sys_names = {name for name, module in bound.items() if module == "sys"}
+        self.stdlib_names = {name for name, module in bound.items() if _is_stdlib(module)}
+        self.module_names = set(bound)
+        self.constant_names = _string_constants(tree)
+        # `vars(obj)` on an object (vars(args) prints a parser's settings) reads nothing but
+        # that object's attributes; with no argument, or on a module, it is refused.
+        self.object_vars = {
+            id(node.func)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "vars"
+            and len(node.args) == 1
+            and not self._is_module(node.args[0])
+        }
+
+    def uses(self) -> Iterator[tuple[int, str]]:
+        for node in self._read_nodes():
+            line = getattr(node, "lineno", 0)
+            what = self._use(node)
+            if what:
+                yield line, what
+
+    def _read_nodes(self) -> Iterator[ast.AST]:
+        """Every node but those of a top-level `__main__` block (its `else` is read)."""
+        pending: list[ast.AST] = []
+        for statement in self.tree.body:
+            if is_main_guard(statement):
+                assert isinstance(statement, ast.If)
+                pending += [statement.test, *statement.orelse]
+            else:
+                pending.append(statement)
+        while pending:
+            node = pending.pop()
+            yield node
+            pending.extend(ast.iter_child_nodes(node))
+
+    def _use(self, node: ast.AST) -> str:
         if isinstance(node, ast.Attribute):
-            if node.attr in FRAME_ATTRIBUTES:
-                yield line, f".{node.attr} (frames and code objects)"
-            elif node.attr in REACHING_ATTRIBUTES and not _on_self(node.value, node.attr):
-                yield line, f".{node.attr} (objects reached by name)"
-            elif (
-                node.attr in SYS_ATTRIBUTES
-                and isinstance(node.value, ast.Name)
-                and node.value.id in sys_names
-            ):
-                yield line, f"sys.{node.attr} (modules found by name)"
-        elif isinstance(node, ast.Name) and node.id in REACHING_BUILTINS:
-            yield line, f"{node.id}()"
-        elif isinstance(node, ast.Call) and _dynamic_attribute_call(node):
-            name = node.func.id if isinstance(node.func, ast.Name) else "getattr"
-            yield line, f"{name} with an attribute name built at run time"
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            yield from ((line, what) for what in _import_uses(node))
-        elif (
+            return self._attribute_use(node)
+        if isinstance(node, ast.Name):
+            return self._name_use(node)
+        if isinstance(node, ast.Call):
+            return self._call_use(node)
+        if isinstance(node, ast.MatchClass):
+            # `case object(tb_frame=f)` reads the attribute `tb_frame` of the subject.
+            return next(filter(None, map(_attribute_name_use, node.kwd_attrs)), "")
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            return next(_import_uses(node), "")
+        if (
             isinstance(node, ast.Constant)
             and isinstance(node.value, str | bytes)
-            and id(node) not in docstrings
+            and id(node) not in self.docstrings
             and (named := _names_in_text(node.value))
         ):
-            yield line, f"a string naming {', '.join(named)}"
+            return f"a string naming {', '.join(named)}"
+        return ""
+
+    def _attribute_use(self, node: ast.Attribute) -> str:
+        if isinstance(node.ctx, ast.Store | ast.Del) and self._is_stdlib_module(node.value):
+            return f"{ast.unparse(node)} replaced (the standard library patched)"
+        if node.attr == "__dict__" and id(node.value) in self.own:
+            return ""
+        if node.attr in SYS_ATTRIBUTES:
+            return "sys.modules (modules found by name)" if self._is_sys(node.value) else ""
+        if node.attr == "sys" and not self._is_sys(node.value):
+            return f"{ast.unparse(node)} (the interpreter's internals through another module)"
+        return _attribute_name_use(node.attr)
+
+    def _name_use(self, node: ast.Name) -> str:
+        if node.id == "__name__" and not isinstance(node.ctx, ast.Load):
+            return "__name__ assigned (it makes a __main__ block run on import)"
+        if node.id in REACHING_BUILTINS and id(node) not in self.object_vars:
+            return f"{node.id}()"
+        return ""
+
+    def _call_use(self, node: ast.Call) -> str:
+        if not isinstance(node.func, ast.Name):
+            return ""
+        function, args = node.func.id, node.args
+        if function not in ATTRIBUTE_BUILTINS:
+            return ""
+        if function in ("setattr", "delattr") and args and self._is_stdlib_module(args[0]):
+            return f"{function} on {ast.unparse(args[0])} (the standard library patched)"
+        if len(args) < 2:
+            return f"{function} with an attribute name built at run time"
+        subject, name = args[0], args[1]
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            return ""
+        if isinstance(name, ast.Name) and name.id in self.constant_names:
+            return ""  # a module-level constant string: as readable as the literal
+        if id(subject) in self.own:
+            return ""
+        return f"{function} with an attribute name built at run time"
+
+    def _is_sys(self, node: ast.expr) -> bool:
+        """`sys` itself: a name an import bound to it, or any module's `sys` (`os.sys`)."""
+        if isinstance(node, ast.Name):
+            return node.id in self.sys_names
+        return isinstance(node, ast.Attribute) and node.attr == "sys"
+
+    def _is_module(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and node.id in self.module_names
+
+    def _is_stdlib_module(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and node.id in self.stdlib_names
 
 
-def _on_self(subject: ast.expr, attribute: str) -> bool:
-    """`self.__dict__`: an object's own attributes, as a class's `__init__` may set them."""
-    return attribute == "__dict__" and isinstance(subject, ast.Name) and subject.id == "self"
-
-
-def _dynamic_attribute_call(node: ast.Call) -> bool:
-    """getattr(obj, name) and friends with a name that is not written out.
-
-    `self` as the object is allowed: an nn.Module reaching its own layers by computed name
-    (`getattr(self, f"layer{i}")`) is an everyday idiom, and reaches nothing of the grader's.
-    """
-    if not (isinstance(node.func, ast.Name) and node.func.id in ATTRIBUTE_BUILTINS):
-        return False
-    if len(node.args) < 2:
-        return True
-    subject, name = node.args[0], node.args[1]
-    if isinstance(name, ast.Constant) and isinstance(name.value, str):
-        return False
-    return not (isinstance(subject, ast.Name) and subject.id == "self")
+def _attribute_name_use(name: str) -> str:
+    if name in FRAME_ATTRIBUTES:
+        return f".{name} (frames and code objects)"
+    if name in REACHING_ATTRIBUTES:
+        return f".{name} (objects reached by name)"
+    return ""
 
 
 def _import_uses(node: ast.Import | ast.ImportFrom) -> Iterator[str]:
@@ -201,19 +319,89 @@ def _import_uses(node: ast.Import | ast.ImportFrom) -> Iterator[str]:
         if module.split(".")[0] in REACHING_MODULES:
             yield f"import of {module}"
     for name in names:
-        if name in FRAME_ATTRIBUTES | REACHING_ATTRIBUTES | REACHING_BUILTINS:
+        if name == "*" and modules[0].split(".")[0] in STAR_REFUSED_MODULES:
+            yield f"from {modules[0]} import * (binds its functions by their bare names)"
+        elif name in FRAME_ATTRIBUTES | REACHING_ATTRIBUTES | REACHING_BUILTINS:
             yield f"import of {name} from {modules[0]}"
         elif name in SYS_ATTRIBUTES and modules[0] == "sys":
             yield f"import of sys.{name}"
 
 
-def _names_bound_to(tree: ast.Module, module: str) -> set[str]:
-    """Names an `import` binds to `module` (`import sys`, `import sys as s`)."""
-    bound = set()
+def _names_bound_by_import(tree: ast.Module) -> dict[str, str]:
+    """Name -> the module an `import` binds it to (`import os.path` binds `os` to os)."""
+    bound: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            bound |= {alias.asname or alias.name for alias in node.names if alias.name == module}
+            for alias in node.names:
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    bound[top] = top
     return bound
+
+
+def _string_constants(tree: ast.Module) -> set[str]:
+    """Names bound once, at the module's top level, to a string literal, and never again."""
+    assigned: dict[str, int] = {}
+    constant: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            assigned[node.id] = assigned.get(node.id, 0) + 1
+    for statement in tree.body:
+        if (
+            isinstance(statement, ast.Assign | ast.AnnAssign)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str)
+        ):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            constant |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return {name for name in constant if assigned.get(name) == 1}
+
+
+def _own_object_reads(tree: ast.Module) -> set[int]:
+    """ids of the `self` Name nodes that are a method's own object: read in the body of a
+    function defined in a class body whose first parameter is `self`, never rebound there,
+    and not inside a function or lambda nested in it (which may take a `self` of its own).
+
+    `self.__dict__` and `getattr(self, name)` there read the instance's own attributes; the
+    same words in a plain function (`def f(self): return getattr(self, x)`, called with
+    `sys`) could read anything's.
+    """
+    own: set[int] = set()
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        for method in cls.body:
+            if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            params = method.args.posonlyargs + method.args.args
+            if not params or params[0].arg != "self" or _rebinds(method, "self"):
+                continue
+            own |= _reads_in_scope(method, "self")
+    return own
+
+
+def _rebinds(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether `name` is assigned, deleted or declared global anywhere in `function`."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
+            return True
+    return False
+
+
+def _reads_in_scope(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> set[int]:
+    """ids of the reads of `name` in `function`'s own scope (nested functions left out)."""
+    found: set[int] = set()
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        if isinstance(node, ast.Name) and node.id == name:
+            found.add(id(node))
+        pending.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def docstring_ids(tree: ast.AST) -> set[int]:

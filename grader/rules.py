@@ -124,6 +124,7 @@ DYNAMIC_MODULES = (
 TORCH_BACKDOORS = frozenset(
     {"_C", "ops", "_VariableFunctions", "_execution_engine", "_ImperativeEngine", "_ops"}
     | {"_python_dispatch", "_disable_current_modes", "DisableTorchFunction"}
+    | {"_mode_utils", "no_dispatch"}
     # The run-time checks' modes, found on (or taken off) torch's mode stack.
     | {"_get_current_function_mode", "_get_current_function_mode_stack", "_pop_mode"}
     | {"_pop_mode_temporarily", "_push_mode"}
@@ -358,6 +359,10 @@ def _import_use(module: str, rule: Rule, submission_modules: frozenset[str]) -> 
     top, packages, last = parts[0], parts[1:-1], parts[-1]
     if top in submission_modules:
         return ""
+    if last == "*":
+        # Binds every public name of the module as a bare name, which no attribute rule reads
+        # (`from torch.nn.functional import *` then `mse_loss(...)`).
+        return f"from {'.'.join(parts[:-1])} import *"
     if _attribute_use(last, rule) or any(
         rule.forbids_attribute(package) or package in TORCH_BACKDOORS for package in packages
     ):

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import CodeType
 
 from grader.bounded import OUT_OF_MEMORY, TIMEOUT, Outcome, run_bounded
-from grader.integrity import reaching_uses
+from grader.integrity import is_main_guard, reaching_uses
 
 # Wall-clock bound for decoding and compiling one source file in its limited child: real
 # files take milliseconds.
@@ -134,7 +134,7 @@ def live_imports(name: str, text: str, code: CodeType) -> list[str]:
         return imports
     try:
         tree = ast.parse(text, filename=name)
-        guards = [node for node in tree.body if isinstance(node, ast.If) and _is_main_guard(node)]
+        guards = [node for node in tree.body if isinstance(node, ast.If) and is_main_guard(node)]
         if not guards:
             return imports
         for guard in guards:
@@ -146,24 +146,6 @@ def live_imports(name: str, text: str, code: CodeType) -> list[str]:
 
 def _strings(code: CodeType) -> set[str]:
     return {constant for constant in code.co_consts if isinstance(constant, str)}
-
-
-def _is_main_guard(statement: ast.If) -> bool:
-    """`if __name__ == "__main__":` or `if "__main__" == __name__:`, nothing looser."""
-    test = statement.test
-    if not (
-        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
-    ):
-        return False
-    sides = (test.left, test.comparators[0])
-    return any(
-        isinstance(name, ast.Name)
-        and name.id == "__name__"
-        and isinstance(main, ast.Constant)
-        and isinstance(main.value, str)
-        and main.value == "__main__"
-        for name, main in (sides, sides[::-1])
-    )
 
 
 def module_imports(code: CodeType) -> Iterator[str]:

@@ -71,6 +71,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 
+def _no_breakpoint(*args: Any, **kwargs: Any) -> None:
+    """sys.breakpointhook in a student process."""
+
+
 def _load_module(name: str, path: str) -> Any:
     """Import the file at `path` as module `name`."""
     spec = importlib.util.spec_from_file_location(name, path)
@@ -853,6 +857,10 @@ def _run_student(
     _die_with_server(SERVER_FD)  # again: the change of uid cancelled the first request
     os.close(SERVER_FD)
     os.environ.update(HOME=home, TMPDIR=home, USER="sandbox", LOGNAME="sandbox")
+    # A breakpoint() left in a submission does nothing: pdb would run the commands of a
+    # .pdbrc the student's code wrote, in the probe's frames (`python -I` ignores
+    # PYTHONBREAKPOINT, so the hook itself is replaced; patching sys back is refused at intake).
+    sys.breakpointhook = _no_breakpoint
     # The warm-up's first optimizer step pointed these at the server's own folder, where the
     # sandbox uid cannot write: torch.compile, torch.export and torch.cond cache in them.
     os.environ.update(
