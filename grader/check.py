@@ -27,18 +27,42 @@ from rich.text import Text
 from grader.assignment import Assignment, available_assignments, choose_assignment
 from grader.errors import ConfigError, SubmissionError, UsageError
 from grader.public_run import NOT_IMPLEMENTED, PASSED, SKIPPED, PublicTest, run_public_tests
+from grader.results import Outcome, TestResult, waiting_text
+from grader.scoring import score_tests
 from grader.submission import PreparedSubmission, prepare_submission
-from grader.table import message_lines, outcome_label
+from grader.table import OUTCOME_STYLE, message_lines, outcome_label
 
 BEYOND_PUBLIC_TESTS = (
     "The grade comes from hidden tests that use secret inputs, other shapes, float64 and, "
     "where the grader has one, a GPU: passing here is a good sign, not a guarantee."
 )
+# Why a passed test may earn nothing yet: grading's gate (grader/scoring.py), in public terms.
+WAITING_WHY = (
+    "A test that does not compare your values with the reference's counts only once this "
+    "part's tests that do have passed: grading counts its hidden tests the same way."
+)
+UNSCORED_NOTE = (
+    "{part}: no public test of this part compares your values with the reference's, so its "
+    "tests earn no points here (-); its {worth:g} points come from the hidden tests alone."
+)
+# A public outcome as scoring knows it: a stub's test is one that did not pass.
+SCORING_OUTCOMES: dict[str, Outcome] = {
+    "passed": "passed",
+    "failed": "failed",
+    "error": "error",
+    "timeout": "timeout",
+    "skipped": "skipped",
+    NOT_IMPLEMENTED: "failed",
+}
 
 
 @dataclass(frozen=True)
 class PartCheck:
-    """One part's public tests: counts, the points they carry, and where the code came from."""
+    """One part's public tests: counts, the points they carry, and where the code came from.
+
+    `score` and `max_score` are in the part's grade points (`worth`), shared by the tests'
+    weights and gated as grading gates them (`_apply_gate`).
+    """
 
     id: str
     file: str
@@ -51,6 +75,11 @@ class PartCheck:
     # The part's weight in the real grade (assignment.toml).
     worth: float
     problem: str = ""
+    # Of `passed`, the passes that do not count yet (`PublicTest.waiting`).
+    waiting: int = 0
+    # False where no public test of the part compares with the reference's values, so none
+    # can open its gate: its passes are shown without points (score and max_score 0).
+    scored: bool = True
 
     @property
     def status(self) -> str:
@@ -88,16 +117,16 @@ class CheckResult:
 
     @property
     def score(self) -> float:
-        return sum(test.points for test in self.counted if test.outcome == PASSED)
+        return round(sum(part.score for part in self.parts), 6)
 
     @property
     def max_score(self) -> float:
-        return sum(test.points for test in self.counted)
+        return round(sum(part.max_score for part in self.parts), 6)
 
     def to_json(self) -> dict[str, Any]:
         """The same data as the table, for editors and scripts."""
         return {
-            "version": 1,
+            "version": 2,
             "assignment": self.assignment,
             "directory": str(self.directory),
             "passed": self.passed,
@@ -108,10 +137,12 @@ class CheckResult:
                     "file": part.file,
                     "source": part.source,
                     "passed": part.passed,
+                    "waiting": part.waiting,
                     "total": part.total,
                     "score": part.score,
                     "max_score": part.max_score,
                     "worth": part.worth,
+                    "scored": part.scored,
                     "status": part.status,
                     "problem": part.problem,
                 }
@@ -203,8 +234,11 @@ def check_prepared(
     started = time.monotonic()
     tests, error = run_public_tests(prepared.directory, assignment, workdir, parts=parts)
     tests = [_explain_unrunnable(test, prepared, assignment, student_dir) for test in tests]
+    tests, part_scores = _apply_gate(tests, assignment, prepared)
     checked = [part.id for part in assignment.parts if parts is None or part.id in parts]
-    summaries = tuple(_summarise(part_id, tests, prepared, assignment) for part_id in checked)
+    summaries = tuple(
+        _summarise(part_id, tests, prepared, assignment, part_scores) for part_id in checked
+    )
     return CheckResult(
         assignment=assignment.id,
         directory=student_dir,
@@ -233,22 +267,75 @@ def _explain_unrunnable(
     return test
 
 
+def _apply_gate(
+    tests: list[PublicTest], assignment: Assignment, prepared: PreparedSubmission
+) -> tuple[list[PublicTest], dict[str, tuple[float, float] | None]]:
+    """Each test's points in its part's grade points, gated as grading gates hidden tests.
+
+    A public test that reads its part's fixture compares with the reference's values, as a
+    hidden test's seeded `compare` does, and opens the gate when it passes; the part's other
+    tests (properties, rules) are gated: through `grader.scoring.score_tests` itself, they
+    count once every such test function of their part has passed. Returns the tests and,
+    per part, (score, max_score), or None for a part that cannot be gated so (no test that
+    reads the fixture ran here): its passes are shown without points.
+    """
+    known = [part.id for part in assignment.parts]
+    graded = [test for part in known for test in tests if test.part == part]
+    results = [
+        TestResult(
+            name=test.name,
+            part=test.part,
+            outcome=SCORING_OUTCOMES.get(test.outcome, "error"),
+            weight=test.points,
+            gated=not test.reads_fixture,
+            marked_gated=not test.reads_fixture,
+            skipped_for_device=test.outcome == SKIPPED,
+            function=test.function or test.nodeid,
+        )
+        for test in graded
+    ]
+    parts, scored = score_tests(
+        assignment, results, sources=prepared.sources, problems=prepared.problems
+    )
+    # score_tests keeps the order it was given (by part, as `graded` is).
+    by_nodeid = {test.nodeid: result for test, result in zip(graded, scored, strict=True)}
+    # Where a test that reads the fixture ran, the part's gate can open; elsewhere it cannot.
+    scorable = {t.part for t in graded if t.reads_fixture and t.outcome != SKIPPED}
+    part_scores = {
+        part.id: (part.score, part.max_score) if part.id in scorable else None for part in parts
+    }
+    updated = [
+        replace(test, score=result.score, max_score=result.max_score, waits_for=result.waits_for)
+        if (result := by_nodeid.get(test.nodeid)) is not None and test.part in scorable
+        else test
+        for test in tests
+    ]
+    return updated, part_scores
+
+
 def _summarise(
-    part_id: str, tests: list[PublicTest], prepared: PreparedSubmission, assignment: Assignment
+    part_id: str,
+    tests: list[PublicTest],
+    prepared: PreparedSubmission,
+    assignment: Assignment,
+    part_scores: dict[str, tuple[float, float] | None],
 ) -> PartCheck:
     part = assignment.part(part_id)
     counted = [t for t in tests if t.part == part_id and t.outcome != SKIPPED]
     passed = [t for t in counted if t.outcome == PASSED]
+    score, max_score = part_scores.get(part_id) or (0.0, 0.0)
     return PartCheck(
         id=part.id,
         file=part.file,
         source=prepared.sources.get(part.id, "missing"),
         passed=len(passed),
         total=len(counted),
-        score=sum(t.points for t in passed),
-        max_score=sum(t.points for t in counted),
+        score=score,
+        max_score=max_score,
         worth=part.points,
         problem=prepared.problems.get(part.id, ""),
+        waiting=sum(t.waiting for t in passed),
+        scored=part_scores.get(part_id) is not None,
     )
 
 
@@ -259,27 +346,10 @@ def print_check(
 
     `again`: the command that runs these tests again (default: the `check` command line).
     """
-    table = Table(
-        title=f"{result.assignment}: public tests", caption=f"your files: {result.directory}"
-    )
-    table.add_column("part")
-    table.add_column("passed", justify="right")
-    table.add_column("points", justify="right")
-    table.add_column("code")
-    table.add_column("status")
+    console.print(_part_table(result))
     for part in result.parts:
-        if _all_not_implemented(result, part.id):
-            status = Text(NOT_IMPLEMENTED, style="yellow")
-        else:
-            status = Text(part.status, style="green" if part.status == "all passed" else "red")
-        table.add_row(
-            part.id,
-            f"{part.passed}/{part.total}",
-            f"{part.score:g}/{part.max_score:g}",
-            part.source,
-            status,
-        )
-    console.print(table)
+        if not part.scored and part.total:
+            console.print(UNSCORED_NOTE.format(part=part.id, worth=part.worth), style="dim")
     if details:
         for note in result.notes:
             console.print(Text.assemble(("note: ", "yellow"), note))
@@ -305,13 +375,42 @@ def print_check(
     elif not counted:
         console.print("No public test ran.", style="bold red")
     else:
+        waiting = sum(t.waiting for t in counted)
         console.print(
             Text.assemble(
                 (f"{len(failing)} of {len(counted)} public tests not passing. ", "bold red"),
+                f"{waiting} of the passing ones do not count yet. " if waiting else "",
                 "Fix the first problem of each part, then run "
                 f"`{again or again_command(result.assignment)}` again.",
             )
         )
+
+
+def _part_table(result: CheckResult) -> Table:
+    table = Table(
+        title=f"{result.assignment}: public tests", caption=f"your files: {result.directory}"
+    )
+    table.add_column("part")
+    table.add_column("passed", justify="right")
+    table.add_column("points", justify="right")
+    table.add_column("code")
+    table.add_column("status")
+    for part in result.parts:
+        if _all_not_implemented(result, part.id):
+            status = Text(NOT_IMPLEMENTED, style="yellow")
+        else:
+            status = Text(part.status, style="green" if part.status == "all passed" else "red")
+        # As grade's table: passes that do not count yet are counted apart.
+        counting = part.passed - part.waiting
+        table.add_row(
+            part.id,
+            f"{counting}/{part.total}"
+            + (f" (+{part.waiting} not counted yet)" if part.waiting else ""),
+            f"{part.score:g}/{part.max_score:g}" if part.scored else "-",
+            part.source,
+            status,
+        )
+    return table
 
 
 def print_check_json(result: CheckResult) -> None:
@@ -328,10 +427,15 @@ def _all_not_implemented(result: CheckResult, part_id: str) -> bool:
     return bool(tests) and all(t.outcome == NOT_IMPLEMENTED for t in tests)
 
 
+def _points_label(test: PublicTest, part: PartCheck) -> str:
+    return f"  ({test.score:g}/{test.max_score:g} pts)" if part.scored else ""
+
+
 def _print_part_failures(result: CheckResult, part: PartCheck, console: Console) -> None:
+    """The part's failures, then its passes that do not count yet and what they wait for."""
     failing = [t for t in result.counted if t.part == part.id and t.outcome != PASSED]
     if not failing:
-        return
+        return  # every test passed, so every test counts
     console.print()
     console.rule(Text(f"{part.id}  ({_source_label(part)})", style="bold"), align="left")
     if part.problem or part.source == "missing":
@@ -356,9 +460,17 @@ def _print_part_failures(result: CheckResult, part: PartCheck, console: Console)
         if test.outcome == NOT_IMPLEMENTED:
             continue
         console.print(
-            Text.assemble(outcome_label(test.outcome), f"  {test.name}  ({test.points:g} pts)")
+            Text.assemble(outcome_label(test.outcome), f"  {test.name}{_points_label(test, part)}")
         )
         for line in message_lines(test.message, rest=""):
             console.print(line)
         if test.hint:
             console.print(Text.assemble(("    hint: ", "cyan"), test.hint))
+    waiting = [t for t in result.counted if t.part == part.id and t.waiting]
+    for test in waiting:
+        label = outcome_label(test.outcome)
+        label.stylize(OUTCOME_STYLE["waiting"])
+        console.print(Text.assemble(label, f"  {test.name}{_points_label(test, part)}"))
+        console.print(Text(f"    {waiting_text(test.waits_for)}", style=OUTCOME_STYLE["waiting"]))
+    if waiting:
+        console.print(Text(f"    {WAITING_WHY}", style="dim"))

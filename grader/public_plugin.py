@@ -12,6 +12,9 @@ their own. Fixtures, for a test file `public_tests/test_<part>.py`:
 - `device`: runs the test on the CPU and, where there is one, on the GPU.
 
 And the marker `@pytest.mark.points(n)`: the test's weight in its part's public score.
+`check` gates that score as grading gates hidden tests: a test that reads the fixtures
+(`expected`, `load_fixture`) compares with the reference's values; the part's other tests
+count once those have passed (grader/check.py).
 To run public tests with plain pytest, load it by name from the course folder:
 `python -m pytest -p grader.public_plugin assignments/<id>/public_tests`.
 """

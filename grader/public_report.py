@@ -38,12 +38,22 @@ MAX_MESSAGE_CHARS = 2000
 HINT_SEPARATOR = "\nHint: "
 
 
+# The fixture through which a public test reads its part's stored reference outputs.
+FIXTURE_READER = "load_fixture"
+
+
 @dataclass(frozen=True)
 class TestInfo:
     nodeid: str
     part: str
     name: str
     points: float
+    # The test function (one per parameter set), as grading groups its hidden tests.
+    function: str
+    # Whether it reads the public fixtures (`expected`, `load_fixture`): a comparison with
+    # the reference's values, as a hidden test's seeded `compare` is. `check` counts a
+    # part's other tests only once these pass (grader/check.py).
+    reads_fixture: bool
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,12 +75,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def test_info(item: pytest.Item) -> TestInfo:
-    """The part (from the file name test_<part>.py), readable name and points of a test."""
+    """The part (from the file name test_<part>.py), readable name and points of a test, and
+    whether it compares with the reference's stored values."""
     path = Path(str(item.path))
     part = path.stem.removeprefix("test_")
     marker = item.get_closest_marker("points")
     points = float(marker.args[0]) if marker is not None and marker.args else 1.0
-    return TestInfo(nodeid=item.nodeid, part=part, name=display_name(item), points=points)
+    return TestInfo(
+        nodeid=item.nodeid,
+        part=part,
+        name=display_name(item),
+        points=points,
+        function=getattr(item, "originalname", item.name),
+        reads_fixture=FIXTURE_READER in getattr(item, "fixturenames", ()),
+    )
 
 
 class PublicReport:

@@ -50,6 +50,20 @@ class PublicTest:
     message: str = ""
     hint: str = ""
     duration_s: float = 0.0
+    # The test function, and whether it compares with the reference's stored values
+    # (`grader.public_report.TestInfo`).
+    function: str = ""
+    reads_fixture: bool = False
+    # Set by `check`, which applies grading's gate: what the test earns in its part's points,
+    # and, for a pass that does not count yet, the tests it waits for (as `TestResult`).
+    score: float = 0.0
+    max_score: float = 0.0
+    waits_for: str = ""
+
+    @property
+    def waiting(self) -> bool:
+        """Whether it passed without counting yet: its part's comparisons have not all passed."""
+        return self.outcome == PASSED and bool(self.waits_for)
 
 
 @dataclass

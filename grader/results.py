@@ -20,6 +20,11 @@ MAX_NOTE_CHARS = 1000
 MAX_NOTES = 50
 
 
+def waiting_text(waits_for: str) -> str:
+    """How a pass that does not count yet reads, in every output (`grade`, `check`)."""
+    return f"passed, not counted yet (waits for {waits_for})"
+
+
 def _clean(result: object, **limits: int) -> None:
     """Clean and cap the named text fields of a frozen dataclass in place."""
     for name, limit in limits.items():
@@ -93,7 +98,7 @@ class TestResult:
     def outcome_text(self) -> str:
         """The outcome in words; a waiting pass says what it waits for."""
         if self.waiting:
-            return f"passed, not counted yet (waits for {self.waits_for})"
+            return waiting_text(self.waits_for)
         return self.outcome
 
 

@@ -18,9 +18,10 @@ import pytest
 
 from grader.assignment import Assignment, load_assignment
 from grader.build import build_starter
-from grader.check import locate_student_folder
+from grader.check import UNSCORED_NOTE, WAITING_WHY, _apply_gate, locate_student_folder
 from grader.public_report import PublicReport
-from grader.public_run import run_public_tests
+from grader.public_run import NOT_IMPLEMENTED, PublicTest, run_public_tests
+from grader.submission import PreparedSubmission
 from tests.support import (
     PART_FILES,
     SOLUTIONS_DIR,
@@ -119,6 +120,87 @@ def test_failures_show_what_differed_and_a_hint_without_traceback(starter_kit: P
     assert "assert " not in output  # no pytest introspection
     rows = table_rows(output)
     assert "all passed" in rows["autograd_loop"] and "cannot run" in rows["device_benchmark"]
+
+
+@pytest.mark.slow
+def test_passes_that_grading_would_not_count_earn_nothing_and_say_what_they_wait_for(
+    starter_kit: Path,
+) -> None:
+    """As grading gates a part's checks on its seeded comparisons, check gates them on the
+    tests that compare with the reference's stored values."""
+    folder = copy_reference_into(starter_kit)
+    # Each update steps 1.5 times too far: the values differ from the reference's, while the
+    # checks of zeroed gradients, leaf weights and a falling loss still pass.
+    path = folder / "autograd_loop.py"
+    code = path.read_text(encoding="utf-8")
+    overstepped = code.replace("learning_rate * w1.grad", "1.5 * learning_rate * w1.grad")
+    overstepped = overstepped.replace("learning_rate * w2.grad", "1.5 * learning_rate * w2.grad")
+    assert overstepped.count("1.5 * learning_rate") == 2
+    path.write_text(overstepped, encoding="utf-8")
+    parts = ("--part", "autograd_loop", "--part", "device_benchmark")
+    _, data = check_json(starter_kit, *parts)
+    assert data["version"] == 2
+    loop = data["parts"]["autograd_loop"]
+    assert (loop["passed"], loop["waiting"], loop["total"]) == (3, 3, 5)
+    assert (loop["score"], loop["max_score"], loop["worth"]) == (0, 15, 15)
+    fixture_test = "train_autograd's losses and trained weights match the expected values"
+    waiting = [test for test in counted(data) if test["waits_for"]]
+    assert len(waiting) == 3
+    for test in waiting:
+        assert test["outcome"] == "passed" and test["score"] == 0 < test["max_score"]
+        assert test["waits_for"] == f"'{fixture_test}'" and not test["reads_fixture"]
+    # device_benchmark's public tests never read its fixture: shown without points.
+    benchmark = data["parts"]["device_benchmark"]
+    assert benchmark["passed"] == benchmark["total"] > 0 and benchmark["scored"] is False
+    assert benchmark["score"] == benchmark["max_score"] == 0
+    assert (data["score"], data["max_score"]) == (0, 15)
+
+    process = run_kit_cli("check", *parts, cwd=starter_kit)
+    rows = table_rows(process.stdout)
+    assert "0/5 (+3 not counted yet)" in rows["autograd_loop"] and "0/15" in rows["autograd_loop"]
+    ran = benchmark["total"]
+    assert f"{ran}/{ran}" in rows["device_benchmark"] and " - " in rows["device_benchmark"]
+    output = " ".join(process.stdout.split())  # rich wraps long lines
+    assert f"passed, not counted yet (waits for '{fixture_test}')" in output
+    assert WAITING_WHY in output
+    assert UNSCORED_NOTE.format(part="device_benchmark", worth=10) in output
+
+
+def public_test(part: str, function: str, outcome: str, *, reads_fixture: bool) -> PublicTest:
+    return PublicTest(
+        nodeid=f"test_{part}.py::{function}[{outcome}]",
+        part=part,
+        name=f"{function} {outcome}",
+        points=1.0,
+        outcome=outcome,
+        function=function,
+        reads_fixture=reads_fixture,
+    )
+
+
+def test_the_gate_waits_for_every_fixture_test_and_needs_one_that_ran() -> None:
+    assignment = load_assignment("pytorch_basics")
+    tests = [
+        # manual_backprop: one fixture test function passed (on the CPU; skipped on a GPU),
+        # another failed, so its property check waits for that one.
+        public_test("manual_backprop", "test_values", "passed", reads_fixture=True),
+        public_test("manual_backprop", "test_values", "skipped", reads_fixture=True),
+        public_test("manual_backprop", "test_training", NOT_IMPLEMENTED, reads_fixture=True),
+        public_test("manual_backprop", "test_property", "passed", reads_fixture=False),
+        # autograd_loop: its only fixture test skipped here, so nothing can open its gate.
+        public_test("autograd_loop", "test_values", "skipped", reads_fixture=True),
+        public_test("autograd_loop", "test_property", "passed", reads_fixture=False),
+    ]
+    prepared = PreparedSubmission(Path(), {}, {}, {}, "")
+    gated, part_scores = _apply_gate(tests, assignment, prepared)
+    manual = {test.name: test for test in gated if test.part == "manual_backprop"}
+    assert manual["test_values passed"].score == pytest.approx(20 / 3)
+    assert manual["test_property passed"].score == 0
+    assert manual["test_property passed"].waits_for == "'test_training not implemented yet'"
+    assert part_scores["manual_backprop"] == pytest.approx((20 / 3, 20.0))
+    assert part_scores["autograd_loop"] is None
+    unscored = [test for test in gated if test.part == "autograd_loop"]
+    assert all(test.score == test.max_score == 0 and not test.waits_for for test in unscored)
 
 
 @pytest.mark.slow
