@@ -169,12 +169,13 @@ def _names_in_text(value: str | bytes) -> list[str]:
     its globals as text, b"cbuiltins\\neval"), a string when it is one word or dotted path
     ("_getframe", "sys.modules"), not prose, so messages that mention a name stay allowed."""
     if isinstance(value, bytes):
-        text = value.decode("latin-1")
-    elif not any(c.isspace() for c in value.strip()):
-        text = value
-    else:
+        tokens = set(NAME_TOKEN.findall(value.decode("latin-1")))
+        # Protocol 0's GLOBAL opcode runs the letter into the module: "cbuiltins".
+        tokens |= {token[1:] for token in tokens if token.startswith("c")}
+        return sorted(tokens & (LOOKED_UP_NAMES | REACHING_BUILTINS))
+    if any(c.isspace() for c in value.strip()):
         return []
-    return sorted(set(NAME_TOKEN.findall(text)) & LOOKED_UP_NAMES)
+    return sorted(set(NAME_TOKEN.findall(value)) & LOOKED_UP_NAMES)
 
 
 def _is_stdlib(module: str) -> bool:

@@ -1,0 +1,114 @@
+"""The harness's integrity rule: code that reaches into the grader's objects, found in source."""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.integrity import ALWAYS_PARSED_CHARS, reaching_message, reaching_uses
+
+
+def uses(text: str) -> list[str]:
+    return reaching_uses(text, compile(text, "part.py", "exec", dont_inherit=True))
+
+
+HONEST = {
+    "layers by computed name on the method's own self": (
+        "import torch\n"
+        "class Net(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        for i in range(3):\n"
+        "            x = getattr(self, f'layer{i}')(x)\n"
+        "        self.__dict__.update({})\n"
+        "        return x\n"
+    ),
+    "gc.collect before timing": "import gc\ngc.collect()\n",
+    "vars of an argparse namespace under a main guard": (
+        "import argparse\n"
+        "if __name__ == '__main__':\n"
+        "    print(vars(argparse.ArgumentParser().parse_args()))\n"
+        "    import sys\n"
+        "    sys._getframe()\n"
+    ),
+    "vars of an object": "def settings(config):\n    return vars(config)\n",
+    "getattr with a module-level constant name": (
+        "import torch\nOPTIMIZER = 'SGD'\nopt = getattr(torch.optim, OPTIMIZER)\n"
+    ),
+    "a leftover breakpoint": "DEBUG = False\nif DEBUG:\n    breakpoint()\n",
+    "torch settings": "import torch\ntorch.backends.cudnn.benchmark = True\n",
+    "environment variables": "import os\nos.environ['OMP_NUM_THREADS'] = '1'\n",
+    "a message that mentions a frame": "raise ValueError('no f_globals here, sorry')\n",
+    "a docstring that names them": '"""Uses no sys._getframe, gc.get_objects or eval."""\n',
+}
+
+REACHING = {
+    "sys._getframe": ("import sys\nf = sys._getframe(1).f_globals\n", "._getframe"),
+    "getattr with a built name": ("import sys\ngetattr(sys, '_get' + 'frame')\n", "getattr"),
+    "getattr in a plain function taking self": (
+        "def reach(self, name):\n    return getattr(self, name)\n",
+        "getattr",
+    ),
+    "self rebound in a method": (
+        "import sys\nclass C:\n    def m(self):\n        self = sys\n"
+        "        return getattr(self, 'a' + 'b')\n",
+        "getattr",
+    ),
+    "a constant name rebound": (
+        "import sys\nX = 'a'\nX = '_get' + 'frame'\ngetattr(sys, X)\n",
+        "getattr",
+    ),
+    "gc's object lists": ("import gc\ngc.get_objects()\n", ".get_objects"),
+    "a star import of gc": ("from gc import *\nget_objects()\n", "from gc import *"),
+    "a star import of sys": ("from sys import *\n_getframe(1)\n", "from sys import *"),
+    "inspect": ("import inspect\n", "import of inspect"),
+    "builtins": ("import builtins\n", "import of builtins"),
+    "a builtin's module": ("b = print.__self__\n", ".__self__"),
+    "sys.modules": ("import sys as s\ns.modules\n", "sys.modules"),
+    "another module's sys": ("import torch\ntorch.sys.modules\n", "torch.sys"),
+    "vars of a module": ("import sys\nvars(sys)\n", "vars()"),
+    "eval": ("eval('1')\n", "eval()"),
+    "match patterns that walk frames": (
+        "def f(e):\n    match e:\n        case object(tb_frame=object(f_back=x)):\n"
+        "            return x\n",
+        ".tb_frame",
+    ),
+    "the standard library patched": (
+        "import posix\nposix._exit = print\n",
+        "posix._exit replaced",
+    ),
+    "the standard library patched by setattr": (
+        "import os\nsetattr(os, '_exit', print)\n",
+        "setattr on os",
+    ),
+    "__name__ assigned to run a main block": (
+        "__name__ = '__main__'\nif __name__ == '__main__':\n    pass\n",
+        "__name__ assigned",
+    ),
+    "a pickle naming builtins": ("data = b'cbuiltins\\neval\\n'\n", "a string naming builtins"),
+    "a string naming a frame attribute": ("name = 'f_globals'\n", "a string naming f_globals"),
+}
+
+
+@pytest.mark.parametrize("text", HONEST.values(), ids=HONEST.keys())
+def test_honest_code_is_not_refused(text: str) -> None:
+    assert uses(text) == []
+
+
+@pytest.mark.parametrize(("text", "what"), REACHING.values(), ids=REACHING.keys())
+def test_code_that_reaches_the_grader_is_refused(text: str, what: str) -> None:
+    found = uses(text)
+    assert any(what in use for use in found), found
+
+
+def test_a_large_file_is_parsed_only_when_its_compiled_code_is_suspect() -> None:
+    padding = "x = 1\n" * (ALWAYS_PARSED_CHARS // 6 + 1)
+    assert uses(padding) == []
+    assert uses(padding + "import sys\nsys._getframe()\n") != []
+    assert uses(padding + "import posix\nposix._exit = print\n") != []
+
+
+def test_the_message_names_the_first_uses_and_counts_the_rest() -> None:
+    message = reaching_message(
+        {"a.py": ["line 1: x", "line 2: y"], "b.py": ["line 3: z", "line 4: w"]}
+    )
+    assert "a.py line 1: x; a.py line 2: y; b.py line 3: z and 1 more" in message
+    assert message.startswith("a.py, b.py reaches into the grader's own objects")
