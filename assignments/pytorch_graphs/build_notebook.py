@@ -20,6 +20,8 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
+from grader.notebook.kernel import colab_setup_source
+
 NOTEBOOK_PATH = Path(__file__).resolve().parent / "walkthrough.ipynb"
 
 INTRO = """\
@@ -38,11 +40,24 @@ the cell. Either way, keep the function names and signatures of the docstrings i
 `.py` files.
 
 Run the notebook top to bottom. It stops at the first part that is not implemented yet,
-with that function's `NotImplementedError`. `python -m grader check -a pytorch_graphs`
-runs the public tests of every part."""
+with that function's `NotImplementedError`. Below each part's cell, `check("<part_id>")`
+runs that part's public tests on the code as you ran it (no need to save first), the same
+tests and feedback as `python -m grader check`; `check()` at the end runs every part's.
+
+**In Google Colab**, run the first cell before anything else: it installs the kit."""
+
+SUBMIT = """\
+## Check everything, then submit
+
+`check()` runs the public tests of every part on the code as you ran it. `submit()` writes
+the zip to upload to Gradescope and says where it is (in Colab it also downloads it). It
+zips the notebook **as saved**: save it first (File > Save, or Ctrl+S / Cmd+S); in Colab
+it takes the notebook as it is now."""
 
 SETUP = """\
 %matplotlib inline
+from grader.notebook import check, submit
+
 # Reload your .py files when they change, so edits show up without restarting.
 %load_ext autoreload
 %autoreload 2
@@ -268,6 +283,16 @@ def part_cell_source(part_id: str) -> str:
     )
 
 
+def check_cell_source(part_id: str) -> str:
+    """Return the cell that runs a part's public tests on the code as it ran."""
+    return "\n".join(
+        [
+            "# This part's public tests, on your code as you ran it (run the cell above first).",
+            f'check("{part_id}")',
+        ]
+    )
+
+
 def build_notebook() -> NotebookNode:
     """Return the walkthrough notebook, without outputs and with deterministic cell ids."""
     cells: list[NotebookNode] = []
@@ -277,6 +302,7 @@ def build_notebook() -> NotebookNode:
         cell["id"] = f"cell-{len(cells) + 1:02d}"
         cells.append(cell)
 
+    add(nbformat.v4.new_code_cell(colab_setup_source("pytorch_graphs")))
     add(nbformat.v4.new_markdown_cell(INTRO))
     add(nbformat.v4.new_code_cell(SETUP))
     for part_id, introduction, usage_cells in PARTS:
@@ -286,8 +312,12 @@ def build_notebook() -> NotebookNode:
                 part_cell_source(part_id), metadata={"tags": [f"part:{part_id}"]}
             )
         )
+        add(nbformat.v4.new_code_cell(check_cell_source(part_id)))
         for source in usage_cells:
             add(nbformat.v4.new_code_cell(source))
+    add(nbformat.v4.new_markdown_cell(SUBMIT))
+    add(nbformat.v4.new_code_cell("check()"))
+    add(nbformat.v4.new_code_cell("submit()"))
 
     notebook = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata = {

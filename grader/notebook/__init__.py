@@ -24,6 +24,10 @@ wrote (`point_at_cells`).
 Everything here is bounded and linear in the notebook's size: notebooks, cells, statements
 and the braces that make Python's parser slow are capped, and a cap that is hit says which
 cell and what to do, costing only the parts that need that cell.
+
+`check` and `submit` (grader/notebook/kernel.py) are what a student calls from a cell of the
+running notebook: the cells the kernel ran become a notebook read by this same machinery, in
+a `python -m grader` child process.
 """
 
 from grader.notebook.cells import (
@@ -39,6 +43,7 @@ from grader.notebook.cells import (
     read_cells,
     strip_magics,
 )
+from grader.notebook.kernel import check, submit
 from grader.notebook.origin import (
     MAX_ORIGIN_CHARS,
     NotebookOrigin,
@@ -61,10 +66,12 @@ __all__ = [
     "NotebookOrigin",
     "NotebookParts",
     "cell_part",
+    "check",
     "explain_missing_names",
     "merge_notebook_parts",
     "point_at_cells",
     "read_cells",
     "read_origin",
     "strip_magics",
+    "submit",
 ]
