@@ -6,20 +6,37 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt
+# Each assignment's [environment] packages, locked with hashes (docs/authoring.md, section 3).
+LOCKS := $(wildcard assignments/*/environment.lock)
+INSTALL_LOCKS := for lock in $(LOCKS); do $(PY) -m pip install --quiet \
+	--disable-pip-version-check --no-deps --require-hashes -r $$lock || exit 1; done
 # The assignment the docker targets build and grade (make docker-test ASSIGNMENT=x).
 ASSIGNMENT ?= pytorch_basics
 
-.PHONY: run test lint typecheck validate unit bench clean
+.PHONY: run test lint typecheck validate unit bench clean lock
 
-$(VENV)/.runtime: pyproject.toml constraints.txt
+$(VENV)/.runtime: pyproject.toml constraints.txt $(LOCKS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) -e .
+	@$(INSTALL_LOCKS)
 	touch $@
 
-$(VENV)/.dev: pyproject.toml constraints.txt
+$(VENV)/.dev: pyproject.toml constraints.txt $(LOCKS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) -e '.[dev,stats]'
+	@$(INSTALL_LOCKS)
 	touch $(VENV)/.runtime $@
+
+# constraints.txt locks every package the grader, its tools and the Gradescope image install,
+# for every platform and Python >= 3.10 (uv's universal resolution), from pyproject.toml's
+# ranges and constraints.in. It keeps each pin that still fits; LOCK_ARGS=--upgrade moves
+# every package to its newest version, LOCK_ARGS="--upgrade-package NAME" one. Then rebuild
+# each assignment that declares packages (python -m grader build autograder -a ID).
+LOCK_ARGS ?=
+lock: $(VENV)/.dev
+	UV_PYTHON_DOWNLOADS=never $(VENV)/bin/uv pip compile pyproject.toml --all-extras \
+		--universal --python-version 3.10 --constraint constraints.in \
+		--custom-compile-command "make lock" --output-file constraints.txt --quiet $(LOCK_ARGS)
 
 # examples/<assignment>-submission is the example of assignments/<assignment>.
 run: $(VENV)/.runtime

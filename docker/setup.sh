@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, while it builds the autograder image, after unpacking
 # the autograder zip into /autograder/source. It installs the grader into its own virtual
-# environment (/autograder/venv) with the CPU build of torch pinned in constraints.txt, and
-# leaves the system Python, which Gradescope's harness uses, untouched. Student code later
+# environment (/autograder/venv) with every package at the version constraints.txt locks
+# (torch's CPU build), then each assignment's own packages from its environment.lock (exact
+# versions, every file's hash checked), and leaves the system Python, which Gradescope's
+# harness uses, untouched. Student code later
 # runs as a uid of its own with no account (see grader/sandbox/identity.py), so the only thing to set
 # up for it here is what it must not read: source/solutions becomes root-only.
 #
@@ -25,15 +27,18 @@ read -r -a EXTRA_PIP_ARGS <<< "${GRADER_SETUP_PIP_ARGS:-}"
 
 say() { printf 'setup.sh: %s\n' "$*"; }
 
-pip_install() {
+pip_run() {
     local command=("$VENV/bin/python" -m pip install --no-input --no-cache-dir
-        --disable-pip-version-check -c "$SOURCE/constraints.txt"
-        ${EXTRA_PIP_ARGS[@]+"${EXTRA_PIP_ARGS[@]}"} "$@")
+        --disable-pip-version-check "$@")
     if [[ "${GRADER_SETUP_SKIP_PIP:-0}" == 1 ]]; then
         say "would run: ${command[*]}"
     else
         "${command[@]}"
     fi
+}
+
+pip_install() {
+    pip_run -c "$SOURCE/constraints.txt" ${EXTRA_PIP_ARGS[@]+"${EXTRA_PIP_ARGS[@]}"} "$@"
 }
 
 [[ -f "$SOURCE/constraints.txt" && -d "$SOURCE/grader" ]] || {
@@ -60,6 +65,13 @@ torch_index=()
 pip_install ${torch_index[@]+"${torch_index[@]}"} torch
 # Editable, so the grader's course root stays /autograder/source (assignments, solutions).
 pip_install -e "$SOURCE"
+# An assignment's [environment] packages, as its lock says: it lists everything they need
+# beyond what is installed above, so pip adds nothing of its own (--no-deps).
+for lock in "$SOURCE"/assignments/*/environment.lock; do
+    [[ -f "$lock" ]] || continue
+    say "installing the packages $lock locks"
+    pip_run ${EXTRA_PIP_ARGS[@]+"${EXTRA_PIP_ARGS[@]}"} --no-deps --require-hashes -r "$lock"
+done
 
 if [[ -d "$SOURCE/solutions" ]]; then
     chmod -R go-rwx "$SOURCE/solutions"

@@ -14,6 +14,7 @@ from grader.course import (
     enclosing_assignment,
     guess_from_files,
 )
+from grader.environment import Environment, parse_environment
 from grader.errors import ConfigError
 from grader.hints import Hint
 from grader.policy.config import CoursePolicy, parse_policy
@@ -75,6 +76,8 @@ class Assignment:
     hints: tuple[Hint, ...] = ()
     # Late penalty, submission limit and what the grade keeps ([policy]).
     policy: CoursePolicy = field(default_factory=CoursePolicy)
+    # The packages it needs beyond the grader's own ([environment]).
+    environment: Environment = field(default_factory=Environment)
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -200,6 +203,7 @@ def parse_manifest(path: Path) -> Assignment:
         public_visibility=public,
         hints=tuple(_hint(entry, path, ids) for entry in data.get("hints", [])),
         policy=parse_policy(data.get("policy"), path),
+        environment=parse_environment(data.get("environment"), path),
     )
 
 

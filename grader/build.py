@@ -6,6 +6,10 @@ packaging files `setup.sh` installs from. The starter kit is the public part onl
 build refuses to write a kit that carries anything of the private solutions folder: a file
 from it, a byte-identical copy of one of its files, or the body of one of its functions.
 
+Both carry the assignment's `environment.lock` (its `[environment]` packages, locked; written
+here when missing or stale, see grader/lock.py), which setup.sh installs; the kit gets a
+`requirements.txt` written from the grader's dependencies, that lock and the kit's own needs.
+
 Entries are sorted and stamped with a fixed time and fixed permissions, so building twice
 from the same tree gives the same bytes.
 """
@@ -13,9 +17,11 @@ from the same tree gives the same bytes.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +30,14 @@ from grader.assignment import Assignment, load_assignment
 from grader.atomic import ZipEntry, replacing, write_zip
 from grader.course import PACKAGE_ROOT, find_course_root
 from grader.errors import ConfigError
+from grader.lock import ensure_lock, kit_requirements
 from grader.walk import JUNK_DIRS
 
 JUNK_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 # What setup.sh installs the grader from (README.md is pyproject's `readme`, when present).
 PACKAGING_FILES = ("pyproject.toml", "constraints.txt", "README.md")
+# The kit's list of what to install, written by the build (never taken from the tree).
+KIT_REQUIREMENTS = "requirements.txt"
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,8 @@ class Built:
     path: Path
     files: tuple[str, ...]
     size_bytes: int
+    # What the build wrote besides the zip (an assignment's environment.lock), to commit.
+    wrote: tuple[Path, ...] = ()
 
 
 def _walk(folder: Path) -> Iterator[Path]:
@@ -231,7 +242,9 @@ def build_autograder(
     course_root = course_root or find_course_root()
     assignment = load_assignment(assignment_name, root=course_root / "assignments")
     target = output or Path("dist") / f"{assignment.id}_autograder.zip"
-    return _build_zip(target, autograder_entries(assignment, course_root))
+    locked = ensure_lock(assignment, course_root)
+    built = _build_zip(target, autograder_entries(assignment, course_root))
+    return dataclasses.replace(built, wrote=(locked,) if locked else ())
 
 
 def starter_leaks(assignment: Assignment, course_root: Path | None = None) -> list[str]:
@@ -262,4 +275,15 @@ def build_starter(
             + "\nMove these out of grader/ and assignments/, or rewrite them."
         )
     target = output or Path("dist") / f"{assignment.id}_starter.zip"
-    return _build_zip(target, starter_entries(assignment, course_root), prefix=f"{assignment.id}/")
+    locked = ensure_lock(assignment, course_root)
+    requirements_name = f"assignments/{assignment.id}/{KIT_REQUIREMENTS}"
+    pyproject = _first_with("pyproject.toml", course_root, PACKAGE_ROOT) / "pyproject.toml"
+    with tempfile.TemporaryDirectory(prefix="grader-kit-") as scratch:
+        requirements = Path(scratch) / KIT_REQUIREMENTS
+        requirements.write_text(kit_requirements(assignment, pyproject), encoding="utf-8")
+        entries = [
+            *(e for e in starter_entries(assignment, course_root) if e.name != requirements_name),
+            ZipEntry(requirements_name, requirements),
+        ]
+        built = _build_zip(target, entries, prefix=f"{assignment.id}/")
+    return dataclasses.replace(built, wrote=(locked,) if locked else ())

@@ -220,6 +220,8 @@ def _run_build(args: argparse.Namespace, console: Console) -> ExitCode:
         f"wrote {built.path} ({len(built.files)} files, {built.size_bytes / 1024:.0f} KiB)",
         markup=False,
     )
+    for path in built.wrote:
+        console.print(f"wrote {path}: commit it with the assignment", markup=False)
     return ExitCode.OK
 
 

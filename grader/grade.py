@@ -20,6 +20,7 @@ import grader
 from grader.assignment import Assignment
 from grader.devices import resolve_device
 from grader.errors import ConfigError, SubmissionError
+from grader.lock import graded_package_versions
 from grader.notebook import (
     MAX_ORIGIN_CHARS,
     NotebookOrigin,
@@ -55,7 +56,9 @@ class GradeSettings:
     keep_jobs: bool = False
 
 
-def environment(device: str, protections: dict[str, Any]) -> dict[str, Any]:
+def environment(
+    device: str, protections: dict[str, Any], assignment: Assignment | None = None
+) -> dict[str, Any]:
     import torch
 
     info: dict[str, Any] = {
@@ -67,6 +70,8 @@ def environment(device: str, protections: dict[str, Any]) -> dict[str, Any]:
         "tf32_cudnn": False,
         "sandbox": protections,
     }
+    if assignment is not None:
+        info["packages"] = graded_package_versions(assignment)
     if device == "cuda":
         info["gpu"] = torch.cuda.get_device_name(0)
         info["cuda"] = torch.version.cuda
@@ -263,6 +268,8 @@ def grade_submission(
             if exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
                 details = "\n".join(plugin.collection_errors) or f"pytest exit code {exit_code}"
                 grader_error = f"The hidden test suite could not run: {details}"
+            elif plugin.environment_errors:
+                grader_error = "\n".join(plugin.environment_errors)
         except Exception as error:  # the grader's own failure: keep what we have, say so
             log.exception("grading failed")
             grader_error = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
@@ -367,7 +374,7 @@ def _assemble(
             notes=submission.notes,
         ),
         duration_s=round(time.monotonic() - started, 3),
-        environment=environment(device, protections),
+        environment=environment(device, protections, assignment),
         grader_error=grader_error,
     )
 
@@ -390,7 +397,7 @@ def _unreadable_submission(
         parts=tuple(dataclasses.replace(part, problem=message) for part in zero.parts),
         tests=(notice,),
         duration_s=round(time.monotonic() - started, 3),
-        environment=environment(device, {}),
+        environment=environment(device, {}, assignment),
     )
 
 

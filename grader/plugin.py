@@ -25,6 +25,13 @@ import pytest
 
 from grader.assignment import Assignment, Limits, Part
 from grader.bounded import run_bounded
+from grader.environment import (
+    MissingPackage,
+    missing_module,
+    missing_module_in,
+    missing_package_message,
+    staff_modules,
+)
 from grader.hints import error_hint, failing_functions, takes_device_argument
 from grader.mistakes import (
     WRONG_ANSWER,
@@ -125,7 +132,14 @@ class GradingSession:
             if spec is None or spec.loader is None:
                 raise FileNotFoundError(f"reference solution {path} is missing")
             module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            except ImportError as error:
+                missing = missing_module(error)
+                if missing is None:
+                    raise
+                message = missing_package_message(missing, self.assignment.id)
+                raise MissingPackage(message) from error
             self._references[part.id] = module
         return self._references[part.id]
 
@@ -352,6 +366,9 @@ class GraderPlugin:
         self.session = session
         self.records: list[TestResult] = []
         self.collection_errors: list[str] = []
+        # What the grading environment lacked (staff-side: a package to declare), once each.
+        self.environment_errors: list[str] = []
+        self._staff_modules: frozenset[str] | None = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
         for line in MARKERS:
@@ -387,6 +404,42 @@ class GraderPlugin:
                 item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; graded on CPU"))
         if self.collection_errors:
             raise pytest.UsageError("\n".join(self.collection_errors))
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A hidden test file that cannot import a package: say which one to declare."""
+        missing = missing_module_in(report.longreprtext) if report.failed else None
+        if missing is not None:
+            message = missing_package_message(missing, self.session.assignment.id)
+            self.collection_errors.append(f"{report.nodeid}: {message}")
+            self._environment_error(message)
+
+    def _environment_error(self, message: str) -> None:
+        if message not in self.environment_errors:
+            self.environment_errors.append(message)
+
+    def _missing_package(self, error: BaseException) -> str | None:
+        """The staff-side message when `error` comes from a package grading lacks."""
+        if isinstance(error, MissingPackage):
+            return str(error)
+        if isinstance(error, StudentFailure):
+            # The student's side lacks it too; only a module the staff's files import is
+            # theirs to declare (a student's own import of a package not given is not).
+            missing = missing_module_in(f"{error.message}\n{error.detail}")
+            if self._staff_modules is None:
+                assignment = self.session.assignment
+                self._staff_modules = staff_modules(
+                    [
+                        *(assignment.solutions_dir / part.file for part in assignment.parts),
+                        *assignment.hidden_tests_dir.rglob("*.py"),
+                    ]
+                )
+            if missing is None or missing not in self._staff_modules:
+                return None
+        else:
+            missing = missing_module(error)
+        if missing is None:
+            return None
+        return missing_package_message(missing, self.session.assignment.id)
 
     def _skipped_for_device(self, item: pytest.Item) -> bool:
         return bool(item.get_closest_marker("cuda_only")) and self.session.device != "cuda"
@@ -531,7 +584,11 @@ class GraderPlugin:
             message = str(longrepr[2]) if isinstance(longrepr, tuple) else "skipped"
         elif report.failed and call.excinfo is not None:
             error = call.excinfo.value
-            if isinstance(error, StudentFailure):
+            missing_package = self._missing_package(error)
+            if missing_package is not None:
+                self._environment_error(missing_package)
+                outcome, message, detail = "error", INTERNAL_ERROR_MESSAGE, missing_package
+            elif isinstance(error, StudentFailure):
                 outcome = "timeout" if error.outcome == "timeout" else "error"
                 message, detail, output = error.message, error.detail, error.output.for_feedback()
                 submission = self.session.submission

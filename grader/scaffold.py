@@ -10,7 +10,6 @@ assignment needs, so course staff replace it rather than start from nothing:
     assignments/NAME/public_fixtures/scale.pt   made by make_public_fixtures.py
     assignments/NAME/build_notebook.py      the notebook's source (nbformat, fixed cell ids)
     assignments/NAME/walkthrough.ipynb      written by build_notebook.py
-    assignments/NAME/requirements.txt       what students install
     assignments/NAME/README.md              the kit's README: install, check, submit
     solutions/NAME/scale.py                 the reference
     solutions/NAME/make_public_fixtures.py
@@ -39,6 +38,12 @@ title = "{title}"
 notebook = "walkthrough.ipynb"
 # Reference code and hidden tests, relative to the course root (never shipped to students).
 solutions = "solutions/{name}"
+
+[environment]
+# Packages beyond the grader's own, as ranges: `packages` for grading and students (locked in
+# environment.lock by `build`), `kit_packages` for students only (a notebook's plots).
+packages = []
+kit_packages = []
 
 [limits]
 # Per test, enforced from the trusted side.
@@ -231,21 +236,6 @@ if importlib.util.find_spec("grader") is None and (COURSE_ROOT / "grader").is_di
 pytest_plugins = ("grader.public_plugin",)
 '''
 
-REQUIREMENTS = """\
-# Everything the starter kit needs. From the kit's folder:
-#   pip install -r assignments/{name}/requirements.txt
-# The kit's constraints pin torch to the version the grader grades with.
--c ../../constraints.txt
-torch>=2.4
-pytest>=8
-rich>=13
-nbformat>=5.9
-nbconvert>=7
-tomli>=2; python_version < "3.11"
-# For walkthrough.ipynb: a Jupyter kernel (JupyterLab or VS Code opens it).
-ipykernel>=6
-"""
-
 KIT_README = """\
 # {title}: starter kit
 
@@ -258,7 +248,7 @@ assignments/{name}/
     scale.py                     the file you complete, one per part
     walkthrough.ipynb            a notebook that tries your code out
     public_tests/                the tests `check` runs
-    requirements.txt             what to install
+    requirements.txt             what to install (written by the kit's build)
 ```
 
 | part | file | points |
@@ -392,7 +382,6 @@ def scaffold_files(name: str, title: str) -> dict[str, str]:
         f"{assignment}/public_tests/test_scale.py": PUBLIC_TEST,
         f"{assignment}/public_tests/conftest.py": CONFTEST.format(name=name),
         f"{assignment}/build_notebook.py": BUILD_NOTEBOOK.format(name=name, title=title),
-        f"{assignment}/requirements.txt": REQUIREMENTS.format(name=name),
         f"{assignment}/README.md": KIT_README.format(name=name, title=title),
         f"{solutions}/scale.py": REFERENCE,
         f"{solutions}/make_public_fixtures.py": FIXTURE_SCRIPT.format(name=name),

@@ -29,8 +29,11 @@ from typing import Any
 import pytest
 
 from grader.assignment import Assignment, load_assignment
+from grader.build import KIT_REQUIREMENTS
+from grader.environment import provided_distributions, undeclared_imports
 from grader.errors import ConfigError
 from grader.grade import modules_of
+from grader.lock import lock_path, lock_problem, read_lock
 
 FIXTURES_FOLDER = "public_fixtures"
 FIXTURE_SCRIPT = "make_public_fixtures.py"
@@ -78,6 +81,7 @@ def _validate(assignment: Assignment, findings: _Findings, *, device: str) -> No
         return
     findings.add(hidden_test_problems(assignment))
     findings.add(probe_import_problems(assignment))
+    findings.add(environment_problems(assignment))
     findings.add(notebook_problems(assignment))
     findings.add(starter_kit_problems(assignment))
     findings.add(fixture_problems(assignment))
@@ -236,6 +240,42 @@ def probe_import_problems(assignment: Assignment) -> Iterator[str]:
                         f"{path.name} line {node.lineno}: imports {module}, private code; a "
                         "probe gets the part's module as its first argument instead"
                     )
+
+
+def environment_problems(assignment: Assignment) -> list[str]:
+    """The reference, probes and hidden tests import only what grading has; the lock is fresh."""
+    course_root = assignment.directory.parent.parent
+    manifest = f"assignments/{assignment.id}/assignment.toml"
+    problems = [problem for problem in [lock_problem(assignment, course_root)] if problem]
+    if (assignment.directory / KIT_REQUIREMENTS).is_file():
+        problems.append(
+            f"assignments/{assignment.id}/{KIT_REQUIREMENTS}: `build starter` writes the kit's "
+            f"{KIT_REQUIREMENTS} from {manifest} [environment]: move what it names beyond the "
+            "grader's own packages there (packages, or kit_packages for what only students "
+            "use, such as a notebook's plots) and delete it"
+        )
+    lock = lock_path(assignment)
+    locked = (
+        [package.name for package in read_lock(lock).packages]
+        if assignment.environment.packages and lock.is_file()
+        else []
+    )
+    hidden = sorted(assignment.hidden_tests_dir.rglob("*.py"))
+    local = {
+        *_private_modules(assignment),
+        *(path.stem for path in hidden),
+        *(path.name for path in assignment.hidden_tests_dir.rglob("*") if path.is_dir()),
+        "grader",
+    }
+    files = [assignment.solutions_dir / part.file for part in assignment.parts] + hidden
+    problems += undeclared_imports(
+        [path for path in files if path.is_file()],
+        local,
+        provided_distributions(assignment.environment, locked),
+        root=course_root,
+        manifest=manifest,
+    )
+    return problems
 
 
 def notebook_problems(assignment: Assignment) -> list[str]:

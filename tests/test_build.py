@@ -131,6 +131,16 @@ def test_starter_kit_holds_the_public_files_in_one_folder(starter: Path) -> None
     assert not [name for name in inside if is_junk(name)]
 
 
+def test_starter_kit_requirements_come_from_the_manifest(starter: Path) -> None:
+    with zipfile.ZipFile(starter) as archive:
+        text = archive.read("pytorch_basics/assignments/pytorch_basics/requirements.txt")
+    lines = [line for line in text.decode().splitlines() if not line.startswith("#")]
+    # The kit's pins, the grader's own needs, the notebook's kernel and [environment]
+    # kit_packages (the walkthrough's plots).
+    assert lines[0] == "-c ../../constraints.txt"
+    assert {"torch>=2.4", "pytest>=8", "ipykernel>=6", "matplotlib>=3.8"} <= set(lines)
+
+
 def test_starter_kit_leaks_nothing_from_solutions(starter: Path) -> None:
     private = [p for p in SOLUTIONS_DIR.parent.rglob("*") if p.is_file() and not is_junk(str(p))]
     private_digests = {

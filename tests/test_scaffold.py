@@ -34,7 +34,6 @@ def test_new_writes_every_file_of_an_assignment(scaffolded: Path) -> None:
         "assignments/demo/public_fixtures/scale.pt",
         "assignments/demo/build_notebook.py",
         "assignments/demo/walkthrough.ipynb",
-        "assignments/demo/requirements.txt",
         "assignments/demo/README.md",
         "solutions/demo/scale.py",
         "solutions/demo/make_public_fixtures.py",
@@ -46,9 +45,6 @@ def test_new_writes_every_file_of_an_assignment(scaffolded: Path) -> None:
 
 def test_new_writes_the_kit_files_students_install_from(scaffolded: Path) -> None:
     kit = scaffolded / "assignments/demo"
-    requirements = (kit / "requirements.txt").read_text()
-    assert "-c ../../constraints.txt" in requirements
-    assert "ipykernel" in requirements
     readme = (kit / "README.md").read_text()
     assert "pip install -r assignments/demo/requirements.txt" in readme
     assert "pip install --no-deps -e ." in readme
