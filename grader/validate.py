@@ -252,7 +252,8 @@ def environment_problems(assignment: Assignment) -> list[str]:
             f"assignments/{assignment.id}/{KIT_REQUIREMENTS}: `build starter` writes the kit's "
             f"{KIT_REQUIREMENTS} from {manifest} [environment]: move what it names beyond the "
             "grader's own packages there (packages, or kit_packages for what only students "
-            "use, such as a notebook's plots) and delete it"
+            "use, such as a notebook's plots) and delete it (CHANGELOG.md: An assignment "
+            "declares its packages in the manifest)"
         )
     lock = lock_path(assignment)
     locked = (
