@@ -8,6 +8,11 @@ given functions (never student code) and sends back JSON, so nothing it returns 
 unpickled. Tasks share one child; after a task that times out or kills the child, the
 remaining tasks go on in a fresh one, so a task costs only itself.
 
+A batch reads each submission more than once (to see whether its report stands, then for
+code similarity), and a hostile file costs its bound every time. Inside `remembering`,
+tasks given a key (a digest of everything the task reads) pay their bound once: their
+outcome is kept by that key, and failures can be kept on disk for the batch's next run.
+
 Where `os.fork` does not exist (Windows, where only `check` and `submit` run, on the
 student's own files), the tasks run inline, unbounded.
 """
@@ -16,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import json
+import logging
 import os
 import select
 import signal
@@ -24,8 +31,10 @@ import struct
 import sys
 import time
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 if sys.platform != "win32":
@@ -40,6 +49,12 @@ _CHILD_FAILED = 70
 TIMEOUT = "timeout"
 OUT_OF_MEMORY = "memory"
 CRASHED = "crashed"
+# Remembered outcomes: every failure (each cost its whole bound) and every value whose task
+# ran at least this long in its child. Quicker tasks cost less to run again than to hold.
+REMEMBERED_AFTER_SECONDS = 0.5
+_REMEMBERED_FORMAT = "torch-grader remembered bounded outcomes v1"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -49,6 +64,90 @@ class Outcome:
     value: Any = None
     # "", TIMEOUT, OUT_OF_MEMORY or CRASHED.
     failure: str = ""
+    # How long the task ran in its child (0 for a failure): what remembering it saves.
+    seconds: float = field(default=0.0, compare=False)
+
+
+def content_key(kind: str, *parts: str | bytes) -> str:
+    """A digest of what a bounded task reads, for `run_bounded`'s `keys`: `kind` names the task."""
+    digest = hashlib.sha256()
+    for part in (kind, *parts):
+        data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()
+
+
+class RememberedOutcomes:
+    """Outcomes of keyed bounded tasks, by their key and bounds (see `remembering`).
+
+    `load` and `save` keep the failures on disk between runs of one batch: a file that
+    overran its bound once is not given the bound again until its content changes.
+    """
+
+    def __init__(self, failures: dict[str, str] | None = None) -> None:
+        self._outcomes = {key: Outcome(failure=why) for key, why in (failures or {}).items()}
+        # What this run looked up or added: only these are saved, so the file never grows
+        # with submissions that are gone.
+        self._used: set[str] = set()
+
+    def get(self, key: str) -> Outcome | None:
+        outcome = self._outcomes.get(key)
+        if outcome is not None:
+            self._used.add(key)
+        return outcome
+
+    def keep(self, key: str, outcome: Outcome) -> None:
+        if outcome.failure or outcome.seconds >= REMEMBERED_AFTER_SECONDS:
+            self._outcomes[key] = outcome
+            self._used.add(key)
+
+    @classmethod
+    def load(cls, path: Path) -> RememberedOutcomes:
+        """The failures saved at `path` by the same grader version; none if unreadable."""
+        from grader import __version__
+
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return cls()
+        if not (
+            isinstance(data, dict)
+            and data.get("format") == _REMEMBERED_FORMAT
+            and data.get("grader_version") == __version__
+            and isinstance(data.get("failures"), dict)
+        ):
+            return cls()
+        known = (TIMEOUT, OUT_OF_MEMORY, CRASHED)
+        return cls({k: v for k, v in data["failures"].items() if isinstance(k, str) and v in known})
+
+    def save(self, path: Path) -> None:
+        from grader import __version__
+        from grader.atomic import write_json_atomic
+
+        failures = {
+            key: outcome.failure
+            for key, outcome in sorted(self._outcomes.items())
+            if outcome.failure and key in self._used
+        }
+        data = {"format": _REMEMBERED_FORMAT, "grader_version": __version__, "failures": failures}
+        try:
+            write_json_atomic(path, data)
+        except OSError as error:  # the next run pays the bounds again, nothing worse
+            log.warning("could not keep the bounded checks' failures in %s: %s", path, error)
+
+
+# The outcomes `run_bounded` keeps while a `remembering` block runs; outside one, none.
+_REMEMBERED: ContextVar[RememberedOutcomes | None] = ContextVar("remembered", default=None)
+
+
+@contextlib.contextmanager
+def remembering(outcomes: RememberedOutcomes) -> Iterator[RememberedOutcomes]:
+    """Within the block, keyed tasks of `run_bounded` run once per key and bounds."""
+    token = _REMEMBERED.set(outcomes)
+    try:
+        yield outcomes
+    finally:
+        _REMEMBERED.reset(token)
 
 
 def run_bounded(
@@ -56,8 +155,29 @@ def run_bounded(
     *,
     seconds: float,
     memory_bytes: int = DEFAULT_MEMORY_BYTES,
+    keys: Sequence[str] | None = None,
 ) -> list[Outcome]:
-    """Run each task (returning a JSON value) in a limited child, `seconds` of wall time each."""
+    """Run each task (returning a JSON value) in a limited child, `seconds` of wall time each.
+
+    `keys` (one per task, `content_key`) let a `remembering` block answer a task it has
+    seen, with the same bounds, without running it again.
+    """
+    remembered = _REMEMBERED.get()
+    if remembered is None or keys is None:
+        return _run_all(tasks, seconds, memory_bytes)
+    bounded = [f"{key} {seconds!r} {memory_bytes}" for key in keys]
+    known = [remembered.get(key) for key in bounded]
+    todo = [index for index, outcome in enumerate(known) if outcome is None]
+    ran = _run_all([tasks[index] for index in todo], seconds, memory_bytes)
+    for index, outcome in zip(todo, ran, strict=True):
+        remembered.keep(bounded[index], outcome)
+        known[index] = outcome
+    return [outcome for outcome in known if outcome is not None]
+
+
+def _run_all(
+    tasks: Sequence[Callable[[], Any]], seconds: float, memory_bytes: int
+) -> list[Outcome]:
     if not hasattr(os, "fork"):
         return [Outcome(value=task()) for task in tasks]
     outcomes: list[Outcome] = []
@@ -119,7 +239,10 @@ def _decode(frame: bytes) -> Outcome:
     message = json.loads(frame)
     if message.get("memory"):
         return Outcome(failure=OUT_OF_MEMORY)
-    return Outcome(value=message.get("value"))
+    seconds = message.get("seconds")
+    return Outcome(
+        value=message.get("value"), seconds=float(seconds) if isinstance(seconds, float) else 0.0
+    )
 
 
 def _reap(pid: int) -> int:
@@ -155,10 +278,12 @@ def _child_main(
             limit = inherited + memory_bytes
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         for task in tasks:
+            started = time.monotonic()
             try:
                 message: dict[str, Any] = {"value": task()}
             except MemoryError:
                 message = {"memory": True}
+            message["seconds"] = time.monotonic() - started
             frame = json.dumps(message).encode()
             frame = _LENGTH.pack(len(frame)) + frame
             while frame:

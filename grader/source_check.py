@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
 
-from grader.bounded import OUT_OF_MEMORY, TIMEOUT, Outcome, run_bounded
+from grader.bounded import OUT_OF_MEMORY, TIMEOUT, Outcome, content_key, run_bounded
 from grader.integrity import is_main_guard, reaching_uses
 
 # Wall-clock bound for decoding and compiling one source file in its limited child: real
@@ -53,6 +53,7 @@ def check_sources(files: list[tuple[str, bytes]]) -> list[CheckedSource]:
         [_source_task(name, data) for name, data in files],
         seconds=SOURCE_CHECK_SECONDS,
         memory_bytes=CHECK_MEMORY_BYTES,
+        keys=[content_key("source check", name, data) for name, data in files],
     )
     return [
         _source_outcome(name, outcome) for (name, _), outcome in zip(files, outcomes, strict=True)

@@ -34,7 +34,7 @@ from zipfile import (  # type: ignore[attr-defined]
 )
 
 from grader.assignment import Assignment
-from grader.bounded import run_bounded
+from grader.bounded import content_key, run_bounded
 from grader.errors import SubmissionError
 from grader.integrity import reaching_message
 from grader.safetext import clean_name
@@ -276,7 +276,16 @@ def _merge_notebook(
             "notes": list(merged.notes),
         }
 
-    (outcome,) = run_bounded([merge], seconds=NOTEBOOK_SECONDS, memory_bytes=CHECK_MEMORY_BYTES)
+    read: list[str | bytes] = [notebook, assignment.id, str(assignment.notebook)]
+    read += [f"{part.id}: {part.file}" for part in assignment.parts]
+    for name, data in sorted(raw.items()):
+        read += [name, data]
+    (outcome,) = run_bounded(
+        [merge],
+        seconds=NOTEBOOK_SECONDS,
+        memory_bytes=CHECK_MEMORY_BYTES,
+        keys=[content_key("notebook merge", *read)],
+    )
     value = outcome.value if isinstance(outcome.value, dict) else {}
     if outcome.failure or "problem" in value:
         problem = str(value.get("problem", ""))

@@ -5,11 +5,20 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from grader.bounded import CRASHED, OUT_OF_MEMORY, TIMEOUT, Outcome, run_bounded
+from grader.bounded import (
+    CRASHED,
+    OUT_OF_MEMORY,
+    TIMEOUT,
+    Outcome,
+    RememberedOutcomes,
+    remembering,
+    run_bounded,
+)
 
 
 def _sleep_forever() -> Any:
@@ -49,3 +58,20 @@ def test_no_child_outlives_the_call() -> None:
     run_bounded([_sleep_forever], seconds=0.2)
     with pytest.raises(ChildProcessError):  # killed and reaped: no child left at all
         os.waitpid(-1, os.WNOHANG)
+
+
+def test_a_remembered_failure_is_not_paid_again_even_in_the_next_run(tmp_path: Path) -> None:
+    remembered = RememberedOutcomes()
+    with remembering(remembered):
+        first = run_bounded([_sleep_forever, lambda: 2], seconds=0.3, keys=["slow", "quick"])
+        again = run_bounded([_die, _die], seconds=0.3, keys=["slow", "quick"])
+    assert first == [Outcome(failure=TIMEOUT), Outcome(value=2)]
+    # The overrun is answered from memory; the quick task, cheaper to run than to hold, runs.
+    assert again == [Outcome(failure=TIMEOUT), Outcome(failure=CRASHED)]
+    remembered.save(tmp_path / "kept.json")
+    with remembering(RememberedOutcomes.load(tmp_path / "kept.json")):
+        assert run_bounded([_die], seconds=0.3, keys=["slow"]) == [Outcome(failure=TIMEOUT)]
+        # Other bounds are another check.
+        assert run_bounded([_die], seconds=0.4, keys=["slow"]) == [Outcome(failure=CRASHED)]
+    # Outside a remembering block, keys change nothing.
+    assert run_bounded([_die], seconds=0.3, keys=["slow"]) == [Outcome(failure=CRASHED)]

@@ -50,6 +50,7 @@ from grader.batch.resume import (
 )
 from grader.batch.stats import summarize
 from grader.batch.summary import write_summary
+from grader.bounded import RememberedOutcomes, remembering
 from grader.batch.workers import (
     EXECUTORS,
     SCRATCH_PREFIX,
@@ -66,13 +67,22 @@ from grader.report import Report, report_from_dict
 from grader.results import MAX_DETAIL_CHARS
 from grader.safetext import clean_data
 from grader.scratch import scratch_folder
-from grader.similarity import MAX_COMPARED_CHARS, MIN_SHARE, SimilarPair, class_similarity
+from grader.similarity import (
+    MAX_COMPARED_CHARS,
+    MIN_SHARE,
+    SUBMISSION_SECONDS,
+    SimilarPair,
+    class_similarity,
+)
 
 log = logging.getLogger(__name__)
 
 
 STATE_FILE = "batch.json"
 SIMILARITY_FILE = "similarity.json"
+# The bounded checks that failed on a submission's content (a source too slow to compile,
+# one too slow to tokenise for similarity): kept for the next run, which need not pay again.
+BOUNDED_FAILURES_FILE = ".cache/bounded-failures.json"
 
 
 @dataclass(frozen=True)
@@ -151,20 +161,26 @@ def _similarity(
             "seconds": result.seconds,
             "pairs": [asdict(p) for p in result.pairs],
             "not_compared": list(result.not_compared),
+            "out_of_time": list(result.out_of_time),
         },
     )
-    skipped = (
-        f" Not compared, over {MAX_COMPARED_CHARS:,} characters (look at them yourself): "
-        f"{', '.join(result.not_compared[:10])}"
-        f"{f' and {len(result.not_compared) - 10} more' if len(result.not_compared) > 10 else ''}."
-        if result.not_compared
-        else ""
+    skipped = _skipped(f"over {MAX_COMPARED_CHARS:,} characters", result.not_compared) + _skipped(
+        f"not tokenised within {SUBMISSION_SECONDS:g} s", result.out_of_time
     )
     return result.pairs, (
         f"{result.submissions} submissions compared part by part in {result.seconds:.1f} s "
-        f"(copydetect winnowing; the starter code is boilerplate). Listed: pairs where at least "
+        f"(copydetect winnowing; the starter code is boilerplate, and so is code found in more "
+        f"than {result.common_above} submissions). Listed: pairs where at least "
         f"{MIN_SHARE:.0%} of one side's code is also in the other.{skipped}"
     )
+
+
+def _skipped(why: str, files: tuple[str, ...]) -> str:
+    """A sentence naming the first files similarity did not compare, and why."""
+    if not files:
+        return ""
+    more = f" and {len(files) - 10} more" if len(files) > 10 else ""
+    return f" Not compared, {why} (look at them yourself): {', '.join(files[:10])}{more}."
 
 
 def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -> BatchOutcome:
@@ -180,15 +196,23 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
     state = read_state(out_dir / STATE_FILE)
     seed = batch_seed(state, assignment, options.seed)
     stamp = grading_stamp(assignment)
-    start = plan(
-        items,
-        out_dir,
-        assignment,
-        seed=seed,
-        device=options.device,
-        force=options.force,
-        stamp=stamp,
+    # Deciding which reports stand reads every graded submission, and so does similarity:
+    # a bounded check pays its bound once per content, not once per pass or per run.
+    remembered = (
+        RememberedOutcomes()
+        if options.force
+        else RememberedOutcomes.load(out_dir / BOUNDED_FAILURES_FILE)
     )
+    with remembering(remembered):
+        start = plan(
+            items,
+            out_dir,
+            assignment,
+            seed=seed,
+            device=options.device,
+            force=options.force,
+            stamp=stamp,
+        )
     console.print(Text(_opening_line(options, len(items), start, seed)))
     progress = _progress(console)
     recorder = _Recorder(
@@ -230,7 +254,9 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
                 recorder.changes,
                 late if assignment.policy.late is not None else None,
             )
-    pairs, note = _similarity(items, assignment, out_dir, enabled=options.similarity)
+    with remembering(remembered):
+        pairs, note = _similarity(items, assignment, out_dir, enabled=options.similarity)
+    remembered.save(out_dir / BOUNDED_FAILURES_FILE)
     ordered = sorted(items, key=lambda i: i.key)
     write_summary(
         summarize(assignment, items, reports),
