@@ -184,10 +184,24 @@ def _run_grade(args: argparse.Namespace, console: Console) -> ExitCode:
         report_path=args.report,
     )
     print_result(result, console, show_passed=args.show_passed)
+    if args.report and assignment.notebook:
+        _write_notebook_page(args.submission, assignment.notebook, args.report, console)
     notice = protections_notice(result.environment.get("sandbox", {}))
     if notice:
         print(notice, file=sys.stderr)
     return ExitCode.FAILED if result.grader_error else ExitCode.OK
+
+
+def _write_notebook_page(submission: Path, notebook: str, report: Path, console: Console) -> None:
+    """The submitted notebook, rendered inert, next to the report: REPORT.notebook.html."""
+    from grader.notebook.page import write_notebook_page
+
+    page = report.with_name(f"{report.stem}.notebook.html")
+    note = write_notebook_page(submission, notebook, page)
+    if note is not None:
+        console.print(
+            f"wrote {page}" + (f" ({note})" if note else ""), markup=False, soft_wrap=True
+        )
 
 
 def _run_gradescope(args: argparse.Namespace, console: Console) -> ExitCode:
