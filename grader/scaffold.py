@@ -198,6 +198,8 @@ def test_scale_matches_reference(compare, seed, device, dtype):
     assert_tensor_close(got["y"], want["y"], what="scale(x, -1.5)")
 
 
+# A check of scale() that doing nothing also passes: it counts once scale's seeded test does.
+@pytest.mark.counts_after("test_scale_matches_reference")
 @pytest.mark.points(1)
 def test_scale_leaves_x_unchanged(compare, seed, device):
     """scale(x, f) returns a new tensor and leaves x as it was"""
