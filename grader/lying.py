@@ -253,7 +253,9 @@ LIES = (
         advice=(
             "Compute the expected answer on the trusted side (the `reference` fixture), not "
             "in the probe after the student's call, which should only copy what the "
-            "student's code returned (docs/writing-hidden-tests.md, Probes)."
+            "student's code returned (docs/writing-hidden-tests.md, Probes); and mark a check "
+            "that a function doing nothing also passes (its inputs left unchanged) "
+            "counts_after that function's seeded test."
         ),
     ),
     Lie(
