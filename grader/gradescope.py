@@ -125,6 +125,10 @@ def results_dict(result: GradingResult) -> dict[str, Any]:
         entry["output"] = output
     if result.grader_error:
         tests.append(_grader_error_test())
+    leaderboard = [
+        {"name": entry.name, "value": entry.value, "order": entry.order}
+        for entry in result.leaderboard
+    ]
     return {
         "score": result.score,
         "execution_time": round(result.duration_s, 3),
@@ -133,6 +137,7 @@ def results_dict(result: GradingResult) -> dict[str, Any]:
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
+        **({"leaderboard": leaderboard} if leaderboard else {}),
         "extra_data": {
             "seed": result.seed,
             "device": result.device,

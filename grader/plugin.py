@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import inspect
+import math
 import sys
 import time
 import traceback
@@ -33,6 +34,7 @@ from grader.environment import (
     staff_modules,
 )
 from grader.hints import error_hint, failing_functions, takes_device_argument
+from grader.metrics import MetricScore
 from grader.mistakes import (
     WRONG_ANSWER,
     combine_fingerprints,
@@ -40,7 +42,7 @@ from grader.mistakes import (
     student_failure_cause,
 )
 from grader.refcache import ReferenceCache
-from grader.results import Outcome, TestResult
+from grader.results import LeaderboardEntry, LeaderboardOrder, Outcome, TestResult
 from grader.rules import StudentSource
 from grader.sandbox.client import PendingJob, Sandbox
 from grader.sandbox.feedback import StudentFailure, StudentOutput
@@ -72,6 +74,10 @@ STUDENT_OUTPUTS_KEY = pytest.StashKey[list[Any]]()
 # not an assertion most likely comes from that data's shape (a missing key, a list where a
 # dict was due, an int too large for a float), which the student side fully controls.
 STUDENT_DATA_KEY = pytest.StashKey[bool]()
+# The metric a test reported through the `metric` fixture (at most one a test), and what it
+# put on the leaderboard through `leaderboard`.
+METRIC_KEY = pytest.StashKey[MetricScore]()
+LEADERBOARD_KEY = pytest.StashKey[list[LeaderboardEntry]]()
 # Tests whose verdict alone proves nothing: a source rule (a stub obeys it), or a verdict the
 # probe computed inside the sandbox, where student code can rewrite the probe. They count
 # only once a gate-opening test (see `opens_gate`) passes in the same part. Markers can only
@@ -352,6 +358,14 @@ def _fingerprint(student_output: Any) -> str:
         return ""
 
 
+def _as_float(value: Any) -> float:
+    """A metric's value as a float (a 0-d tensor or numpy scalar converts); NaN if it cannot."""
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError, RuntimeError):
+        return math.nan
+
+
 def _student_facing_assertion(error: BaseException) -> str:
     text = str(error)
     # pytest appends its own `assert ...` introspection; the message above it is ours.
@@ -532,6 +546,32 @@ class GraderPlugin:
         return run
 
     @pytest.fixture
+    def metric(self, request: pytest.FixtureRequest) -> Callable[..., float]:
+        """`metric(value, low=, high=, name=)`: the test earns `metric_credit` of its points
+        if it passes (none at or below `low`: it fails), and its feedback states the value,
+        the thresholds and the credit. Returns the credit."""
+        node = request.node
+
+        def report(value: Any, /, *, low: float, high: float, name: str = "metric") -> float:
+            if METRIC_KEY in node.stash:
+                raise RuntimeError("a test reports at most one metric")
+            score = MetricScore.of(str(name), _as_float(value), low=low, high=high)
+            node.stash[METRIC_KEY] = score
+            return score.credit
+
+        return report
+
+    @pytest.fixture
+    def leaderboard(self, request: pytest.FixtureRequest) -> Callable[..., None]:
+        """`leaderboard(name, value, order="desc")`: a column of Gradescope's leaderboard."""
+        entries = request.node.stash.setdefault(LEADERBOARD_KEY, [])
+
+        def add(name: str, value: Any, order: LeaderboardOrder = "desc") -> None:
+            entries.append(LeaderboardEntry(str(name), _as_float(value), order))
+
+        return add
+
+    @pytest.fixture
     def reference(self, request: pytest.FixtureRequest) -> Callable[..., Any]:
         part = request.node.stash[PART_KEY]
         session = self.session
@@ -622,6 +662,13 @@ class GraderPlugin:
             else:
                 outcome, message = "error", INTERNAL_ERROR_MESSAGE
                 detail = report.longreprtext
+        credit = 1.0
+        metric = item.stash.get(METRIC_KEY, None)
+        if metric is not None and outcome == "passed":
+            credit, message = metric.credit, metric.feedback()
+            if credit <= 0:
+                outcome, cause = "failed", WRONG_ANSWER
+        entries: list[LeaderboardEntry] = item.stash.get(LEADERBOARD_KEY, [])
         return TestResult(
             name=display_name(item),
             part=part.id,
@@ -644,4 +691,6 @@ class GraderPlugin:
             output=output,
             cause=cause,
             fingerprint=fingerprint,
+            credit=credit,
+            leaderboard=tuple(entries),
         )

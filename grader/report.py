@@ -14,6 +14,8 @@ from typing import Any, cast, get_args
 from grader.results import (
     MAX_DETAIL_CHARS,
     GradingResult,
+    LeaderboardEntry,
+    LeaderboardOrder,
     Outcome,
     PartResult,
     SubmissionInfo,
@@ -73,6 +75,12 @@ def _report_dict(result: GradingResult) -> dict[str, Any]:
                 **({"fingerprint": test.fingerprint} if test.fingerprint else {}),
                 **({"output": test.output} if test.output else {}),
                 **({"detail": test.detail} if test.detail else {}),
+                **({"credit": test.credit} if test.credit != 1.0 else {}),
+                **(
+                    {"leaderboard": [_leaderboard_entry(entry) for entry in test.leaderboard]}
+                    if test.leaderboard
+                    else {}
+                ),
             }
             for test in result.tests
         ],
@@ -87,6 +95,10 @@ def _report_dict(result: GradingResult) -> dict[str, Any]:
         "duration_s": result.duration_s,
         "grader_error": result.grader_error or None,
     }
+
+
+def _leaderboard_entry(entry: LeaderboardEntry) -> dict[str, Any]:
+    return {"name": entry.name, "value": entry.value, "order": entry.order}
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -193,6 +205,22 @@ def _test(test: dict[str, Any]) -> TestResult:
         cause=_string(test, "cause"),
         fingerprint=_string(test, "fingerprint"),
         waits_for=_string(test, "waits_for"),
+        credit=_number(test, "credit") if "credit" in test else 1.0,
+        leaderboard=tuple(
+            _read_leaderboard_entry(_mapping(entry, "a test's leaderboard entry"))
+            for entry in _sequence(test.get("leaderboard", []), "a test's leaderboard")
+        ),
+    )
+
+
+def _read_leaderboard_entry(entry: dict[str, Any]) -> LeaderboardEntry:
+    order = _string(entry, "order") or "desc"
+    if order not in ("asc", "desc"):
+        raise ReportFormatError(f"a leaderboard order is {order!r}, not 'asc' or 'desc'")
+    return LeaderboardEntry(
+        _string(entry, "name", required=True),
+        _number(entry, "value", required=True),
+        cast(LeaderboardOrder, order),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,6 +19,11 @@ MAX_DETAIL_CHARS = 16384
 MAX_NAME_CHARS = 300
 MAX_NOTE_CHARS = 1000
 MAX_NOTES = 50
+# A leaderboard entry's name, and the largest magnitude its value may have: Gradescope shows
+# both to every student of the course, and a test computes the value from student data.
+MAX_LEADERBOARD_NAME_CHARS = 60
+MAX_LEADERBOARD_VALUE = 1e9
+LeaderboardOrder = Literal["asc", "desc"]
 
 
 def waiting_text(waits_for: str) -> str:
@@ -29,6 +35,24 @@ def _clean(result: object, **limits: int) -> None:
     """Clean and cap the named text fields of a frozen dataclass in place."""
     for name, limit in limits.items():
         object.__setattr__(result, name, clean_text(getattr(result, name), limit))
+
+
+@dataclass(frozen=True)
+class LeaderboardEntry:
+    """One column of Gradescope's leaderboard for this submission (`order`: "desc" ranks
+    higher values first). Cleaned and bounded here, where it enters."""
+
+    name: str
+    value: float
+    order: LeaderboardOrder = "desc"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", clean_name(self.name, MAX_LEADERBOARD_NAME_CHARS))
+        value = float(self.value) if math.isfinite(self.value) else 0.0
+        value = min(MAX_LEADERBOARD_VALUE, max(-MAX_LEADERBOARD_VALUE, value))
+        object.__setattr__(self, "value", value)
+        if self.order not in ("asc", "desc"):
+            raise ValueError(f"a leaderboard order is 'asc' or 'desc', not {self.order!r}")
 
 
 @dataclass(frozen=True)
@@ -74,6 +98,11 @@ class TestResult:
     # For a wrong answer to a reference comparison: a hash of the student's rounded outputs,
     # equal for submissions that returned the same wrong values.
     fingerprint: str = ""
+    # The fraction of its points a passed test earns: below 1 for a metric between its
+    # thresholds (grader/metrics.py), 1 for every other test.
+    credit: float = 1.0
+    # What the test put on the leaderboard (the plugin's `leaderboard` fixture).
+    leaderboard: tuple[LeaderboardEntry, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", clean_name(self.name, MAX_NAME_CHARS))
@@ -148,3 +177,12 @@ class GradingResult:
 
     def __post_init__(self) -> None:
         _clean(self, grader_error=MAX_DETAIL_CHARS)
+
+    @property
+    def leaderboard(self) -> tuple[LeaderboardEntry, ...]:
+        """The tests' leaderboard entries, the first of each name (in test order)."""
+        entries: dict[str, LeaderboardEntry] = {}
+        for test in self.tests:
+            for entry in test.leaderboard:
+                entries.setdefault(entry.name, entry)
+        return tuple(entries.values())

@@ -41,7 +41,8 @@ def score_tests(
     function's own comparison passes. One that names none is about a function no seeded
     test can check (or its author did not say which): it counts once every test function
     of its part that can open the gate passed ungated at least once, so implementing one
-    function of a part never unlocks forged checks of another. (A `cuda_only` test skipped
+    function of a part never unlocks forged checks of another. A passed metric test earns its
+    `credit`'s share of its points, gated like any other test. (A `cuda_only` test skipped
     on a CPU grade is not waited for; a test that skipped itself is; a self-reported one,
     marked or not, never is.)
     """
@@ -69,8 +70,10 @@ def score_tests(
                 message = f"{message}\n{_gated_note(test, part_tests, missing)}".strip()
                 # A test worth nothing (a warning) has nothing to wait for.
                 waits_for = _waits_for(test, part_tests, missing) if max_score > 0 else ""
-            score = max_score if earned else 0.0
-            earned_weight += test.weight if earned else 0.0
+            # A metric test earns its credit's share (grader/metrics.py); others 1 or 0.
+            credit = test.credit if earned else 0.0
+            score = round(max_score * credit, 6)
+            earned_weight += test.weight * credit
             scored.append(
                 dataclasses.replace(
                     test, score=score, max_score=max_score, message=message, waits_for=waits_for

@@ -26,10 +26,12 @@ from grader.batch.pages import (
 from grader.batch.stats import FAILED_OUTCOMES, BatchSummary, MistakeCluster, summary_dict
 from grader.mistakes import CAUSES
 from grader.report import Report
-from grader.results import TestResult
+from grader.results import LeaderboardEntry, TestResult
 from grader.similarity import SimilarPair, similarity_html
 
 HISTOGRAM_BINS = 10
+# Leaderboard columns shown (the first names met, in the tests' order).
+LEADERBOARD_COLUMNS = 8
 TEXT_COLUMNS = ("student", "email", "submission", "status")
 CLUSTER_MEMBERS_SHOWN = 30
 
@@ -108,8 +110,10 @@ def summary_html(
     similarity: Sequence[SimilarPair] = (),
     similarity_note: str = "",
     gradebook_warnings: Sequence[str] = (),
+    leaderboard: str = "",
 ) -> str:
-    """One offline page: inline CSS and SVG, no scripts. `links[i]` is row i's student page."""
+    """One offline page: inline CSS and SVG, no scripts. `links[i]` is row i's student page;
+    `leaderboard` is `leaderboard_html`'s table (its section is left out when empty)."""
     meta = (
         f"{summary.submissions} submissions · {summary.counted} graded · "
         f"{summary.grader_errors} grader errors · {summary.not_graded} not graded"
@@ -180,9 +184,48 @@ def summary_html(
         f"<h2>Wrong answers most often</h2>{failed}"
         f"<h2>Same wrong answers</h2>{clusters}"
         f"<h2>Gradebook</h2>{_warnings_html(gradebook_warnings)}{book}"
-        f"<h2>Code similarity</h2>{similarity_html(similarity, similarity_note)}"
+        + (f"<h2>Leaderboard</h2>{leaderboard}" if leaderboard else "")
+        + f"<h2>Code similarity</h2>{similarity_html(similarity, similarity_note)}"
     )
     return page_html(f"{summary.assignment}: batch summary", body)
+
+
+def leaderboard_html(students: Sequence[tuple[str, str, Report | None]]) -> str:
+    """The students ranked by the first leaderboard column ("" when no test added one).
+
+    Each (key, name, report) is one student; names, column names and values come from
+    submissions and tests, and `html_table` escapes every cell.
+    """
+    boards = [
+        (key, name, {entry.name: entry for entry in report.result.leaderboard})
+        for key, name, report in students
+        if report is not None and report.result.leaderboard
+    ]
+    if not boards:
+        return ""
+    columns: list[str] = []
+    for _, _, entries in boards:
+        columns.extend(name for name in entries if name not in columns)
+    columns = columns[:LEADERBOARD_COLUMNS]
+    first = columns[0]
+    descending = next(e[first].order for _, _, e in boards if first in e) == "desc"
+
+    def rank_key(board: tuple[str, str, dict[str, LeaderboardEntry]]) -> tuple[bool, float]:
+        entry = board[2].get(first)
+        if entry is None:
+            return (True, 0.0)
+        return (False, -entry.value if descending else entry.value)
+
+    rows: list[list[Cell]] = []
+    for rank, (key, name, entries) in enumerate(sorted(boards, key=rank_key), start=1):
+        values = [f"{entries[c].value:.6g}" if c in entries else "" for c in columns]
+        rows.append([str(rank), Link(name or key, student_href(key)), *values])
+    direction = "highest" if descending else "lowest"
+    return f"<p class=meta>Ranked by {html.escape(first)}, {direction} first.</p>" + html_table(
+        ["rank", "student", *columns],
+        rows,
+        classes={0: "num", **{index: "num" for index in range(2, len(columns) + 2)}},
+    )
 
 
 def _warnings_html(warnings: Sequence[str]) -> str:
@@ -329,6 +372,7 @@ def write_summary(
         similarity=similarity,
         similarity_note=similarity_note,
         gradebook_warnings=gradebook_warnings,
+        leaderboard=leaderboard_html(students),
     )
     write_text_atomic(out_dir / "summary.html", page)
     print_summary(summary, console)
