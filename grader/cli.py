@@ -170,7 +170,8 @@ def _note(note: str, *, stream: TextIO = sys.stdout) -> None:
 
 
 def _run_grade(args: argparse.Namespace, console: Console) -> ExitCode:
-    from grader.grade import GradeSettings, grade_command
+    from grader.grade import GradeSettings
+    from grader.grade_command import grade_command
     from grader.sandbox.settings import protections_notice
     from grader.table import print_result
 
@@ -266,8 +267,6 @@ def _run_batch(args: argparse.Namespace, console: Console) -> ExitCode:
     check_submissions_folder(args.directory)
     assignment, note = choose_assignment(args.assignment, args.directory)
     _note(note)
-    # Workers look the assignment up again: they must find the same course.
-    os.environ.setdefault(COURSE_ENV, str(assignment.directory.parent.parent))
     out_dir = args.out or default_out_dir(args.directory)
     options = BatchOptions(
         root=args.directory,
@@ -349,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.course is not None and args.command != "new":
-            # Through the environment, so worker processes find the same course.
+            # Where `find_course_root` looks first.
             os.environ[COURSE_ENV] = str(args.course.resolve())
         logging.basicConfig(
             level=logging.DEBUG if args.verbose else logging.WARNING,

@@ -22,7 +22,7 @@ from typing import Any
 from grader.assignment import Assignment, load_assignment
 from grader.atomic import write_json_atomic
 from grader.devices import resolve_device
-from grader.grade import GradeSettings, crashed_result, grade_in_worker, provisional_result
+from grader.grade import GradeSettings, crashed_result, provisional_result
 from grader.gradescope import failure_results_dict, results_dict
 from grader.policy.apply import PolicyOutcome, apply_policy
 from grader.policy.metadata import SubmissionFacts, gradescope_facts
@@ -30,6 +30,7 @@ from grader.policy.results_json import add_policy
 from grader.results import GradingResult
 from grader.seeds import grading_seed
 from grader.walk import walk_submission
+from grader.workers.executors import grade_in_worker
 
 log = logging.getLogger(__name__)
 

@@ -39,9 +39,9 @@ from grader.batch.metadata import MAX_METADATA_BYTES, Submitter, read_gradescope
 from grader.batch.resume import is_up_to_date, plan, report_path, submission_fingerprint
 from grader.batch.stats import summarize
 from grader.batch.summary import summary_html
-from grader.batch.workers import worker_environment
 from grader.errors import UsageError
 from grader.report import Report, report_from_dict
+from grader.workers.executors import worker_environment
 from tests.support import (
     COURSE_ROOT,
     PART_FILES,
@@ -100,6 +100,7 @@ def test_workers_get_only_the_environment_grading_needs(monkeypatch: pytest.Monk
     monkeypatch.setenv("GRADER_TEST_TIMEOUT_S", "7")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     monkeypatch.setenv("PATH", "/home/staff/secret-tools:/usr/bin")
+    monkeypatch.setenv("GRADER_COURSE", "/home/staff/secret-course")  # the config carries it
     env = worker_environment()
     assert "secret" not in repr(env)
     assert env["GRADER_TEST_TIMEOUT_S"] == "7" and env["CUDA_VISIBLE_DEVICES"] == "1"
@@ -1070,13 +1071,14 @@ def test_batch_command_reports_bad_arguments(tmp_path: Path) -> None:
 def test_a_worker_compiles_the_hidden_tests_once_and_writes_nothing_into_solutions(
     stub_copy: Path,
 ) -> None:
-    from grader.batch.workers import GradingWorker, WorkerConfig
+    from grader.workers.process import GradingWorker
+    from grader.workers.protocol import WorkerConfig
 
     def solutions_bytecode() -> set[Path]:
         return set(SOLUTIONS_DIR.parent.rglob("*.pyc"))
 
     before = solutions_bytecode()
-    worker = GradingWorker(WorkerConfig("pytorch_basics", "cpu", 12345))
+    worker = GradingWorker(WorkerConfig("pytorch_basics", str(COURSE_ROOT), "cpu", 12345))
     try:
         first = worker.grade(stub_copy)
         compiled = {
@@ -1091,6 +1093,6 @@ def test_a_worker_compiles_the_hidden_tests_once_and_writes_nothing_into_solutio
     assert sorted(path.name.split(".")[0] for path in compiled) == hidden
     assert all("pytest" in path.name for path in compiled)
     assert recompiled == compiled
-    assert first["score"] == second["score"] == 0
-    assert len(first["tests"]) == len(second["tests"]) > 50
+    assert first.score == second.score == 0
+    assert len(first.tests) == len(second.tests) > 50
     assert solutions_bytecode() == before

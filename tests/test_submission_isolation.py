@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch.workers import GradingWorker, WorkerConfig
-from tests.support import PART_FILES, SOLUTIONS_DIR
+from grader.report import report_dict
+from grader.workers.process import GradingWorker
+from grader.workers.protocol import WorkerConfig
+from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR
 
 VICTIM_PREPEND = """
 SECRET = "VICTIM-CANARY-{token}"
@@ -104,10 +106,10 @@ def test_a_submission_finds_nothing_of_the_one_graded_before_it(tmp_path: Path) 
     with (thief / "custom_sigmoid.py").open("a") as handle:
         handle.write(THIEF_APPEND)
 
-    worker = GradingWorker(WorkerConfig("pytorch_basics", "cpu", 12345))
+    worker = GradingWorker(WorkerConfig("pytorch_basics", str(COURSE_ROOT), "cpu", 12345))
     try:
-        victim_report = worker.grade(victim)
-        thief_report = worker.grade(thief)
+        victim_report = report_dict(worker.grade(victim))
+        thief_report = report_dict(worker.grade(thief))
     finally:
         worker.close()
 

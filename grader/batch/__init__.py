@@ -12,7 +12,7 @@ held (its row says "grader error") and is replaced; the other submissions go on.
 
 `run.run_batch` is the command. It finds the submissions (`discovery`, with the names in
 Gradescope's export from `metadata`), keeps the reports that still stand (`resume`), grades
-the rest (`workers`: the worker process and the executors), and writes the gradebooks
+the rest (`grader.workers`: the worker process and the executors), and writes the gradebooks
 (`gradebook`) and the staff summary (`stats`, `summary`, `pages`) from typed reports
 (`grader.report.Report`).
 """

@@ -51,20 +51,11 @@ from grader.batch.resume import (
 from grader.batch.stats import summarize
 from grader.batch.summary import write_summary
 from grader.bounded import RememberedOutcomes, remembering
-from grader.batch.workers import (
-    EXECUTORS,
-    SCRATCH_PREFIX,
-    ReportData,
-    WorkerConfig,
-    crashed_report,
-    first_line,
-    make_executor,
-    require_ray,
-)
 from grader.course import PACKAGE_ROOT
 from grader.errors import UsageError
-from grader.report import Report, report_from_dict
-from grader.results import MAX_DETAIL_CHARS
+from grader.grade import crashed_result
+from grader.report import Report, report_dict, report_from_dict
+from grader.results import MAX_DETAIL_CHARS, GradingResult
 from grader.safetext import clean_data
 from grader.scratch import scratch_folder
 from grader.similarity import (
@@ -74,6 +65,8 @@ from grader.similarity import (
     SimilarPair,
     class_similarity,
 )
+from grader.workers.executors import EXECUTORS, first_line, make_executor, require_ray
+from grader.workers.protocol import SCRATCH_PREFIX, Job, WorkerConfig
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +220,9 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
                 out_dir / STATE_FILE,
                 {"version": 1, "assignment": assignment.id, "seed": seed, "scratch": str(scratch)},
             )
-            config = WorkerConfig(assignment.id, options.device, seed, hide, str(scratch))
+            config = WorkerConfig.for_assignment(
+                assignment, device=options.device, seed=seed, hide=hide, scratch=str(scratch)
+            )
             executor = make_executor(
                 options.executor,
                 config,
@@ -238,7 +233,8 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
             )
             if start.todo:
                 with progress:
-                    executor.run(start.todo, recorder)
+                    jobs = [Job(key=item.key, path=str(item.path.resolve())) for item in start.todo]
+                    executor.run(jobs, recorder)
     finally:
         outcome.graded, outcome.failed = recorder.graded, recorder.failed
         reports = recorder.reports
@@ -319,17 +315,19 @@ class _Recorder:
         self.failed: list[str] = []
         self.progress = progress
         self.task = progress.add_task("grading", total=len(start.todo))
+        self.items = {item.key: item for item in start.todo}
 
-    def __call__(self, item: BatchItem, data: ReportData) -> None:
-        report = self._record(item, data)
+    def __call__(self, key: str, result: GradingResult) -> None:
+        item = self.items[key]
+        report = self._record(item, result)
         self.reports[item.key] = report
         status = report_status(report)
         (self.failed if status == STATUS_GRADER_ERROR else self.graded).append(item.key)
-        result = report.result
+        recorded = report.result
         self.progress.console.print(
             Text(
-                f"{item.key}: {result.score:g} / {result.max_score:g}  {status}  "
-                f"({result.duration_s:.1f} s)",
+                f"{item.key}: {recorded.score:g} / {recorded.max_score:g}  {status}  "
+                f"({recorded.duration_s:.1f} s)",
                 style="red" if status == STATUS_GRADER_ERROR else "",
             )
         )
@@ -341,22 +339,24 @@ class _Recorder:
                 self.progress.console.print(Text(change.line(), style="yellow"))
         self.progress.advance(self.task)
 
-    def _record(self, item: BatchItem, data: ReportData) -> Report:
+    def _record(self, item: BatchItem, result: GradingResult) -> Report:
         """Check and write one report; a report that cannot be is this submission's error."""
         path = report_path(self.out_dir, item)
         try:
+            data = report_dict(result)
             data = {**clean_data(data, MAX_DETAIL_CHARS), **self.stamp, ENTRY_KEY: item.entry}
             report = report_from_dict(data)
             write_json_atomic(path, data)
             return report
         except Exception as error:  # this submission's row says so; the batch goes on
             log.exception("could not record the report of %s", item.key)
-            data = crashed_report(
+            crashed = crashed_result(
                 self.assignment,
                 f"The grader could not record this submission's report: {first_line(error)}",
                 seed=self.seed,
                 device=self.device,
             )
+            data = report_dict(crashed)
             with contextlib.suppress(Exception):
                 write_json_atomic(path, data)
             return report_from_dict(data)
