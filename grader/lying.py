@@ -29,11 +29,12 @@ import torch
 
 from grader.assignment import Assignment
 from grader.grade import run_hidden_suite
-from grader.plugin import SEED_SEARCH_DEPTH, GraderPlugin, GradingSession
+from grader.plugin import SEED_SEARCH_DEPTH, GraderPlugin, GradingSession, holds_seed
 from grader.results import TestResult
 from grader.sandbox.client import PendingJob, Sandbox
 from grader.seeds import grading_seed, hidden_seed
 from grader.submission import PreparedSubmission
+from grader.suites import display_name
 
 # A seed a student can know: the public fixtures use seeds in this range.
 PUBLIC_SEED = 0
@@ -134,6 +135,11 @@ class Lie:
     description: str
     # (sandbox, job, the reference's honest output for it) -> what the student side returns.
     answer: Callable[[LyingSandbox, Job, Any], Any]
+    # Whether it tests that an answer depends on the hidden seed (another seed's answers,
+    # earlier ones replayed). A test that judges an artifact on seeded inputs where no
+    # student code runs (`judge`) gets its seed there: an exported program is right for
+    # every input, so the reference's program from another seed rightly passes.
+    tests_seed_dependence: bool = False
     # What the author of a test that passed against it should do.
     advice: str = (
         "Assert on outputs that depend on the hidden seed (build the probe's inputs from "
@@ -244,6 +250,7 @@ LIES = (
         "other-seed",
         f"returned the reference's outputs for seed {PUBLIC_SEED} instead of the hidden seed",
         _other_seed,
+        tests_seed_dependence=True,
     ),
     Lie(
         "probe-computed",
@@ -263,6 +270,7 @@ LIES = (
         "replayed the reference's outputs of an earlier call of the same probe (or of the "
         "previous call)",
         _replayed,
+        tests_seed_dependence=True,
     ),
 )
 
@@ -281,9 +289,14 @@ class LyingSandbox(Sandbox):
         self._pending: dict[int, Job] = {}
         # The honest outputs of every earlier job, for replaying.
         self.answers: list[Answer] = []
+        self.test_name = ""
+        # Tests that judged data on inputs drawn from their hidden seed where no student code
+        # runs (`judge`): their verdict depends on the seed there.
+        self.judged_on_seeded_inputs: set[str] = set()
 
-    def begin_test(self, test_seed: int) -> None:
+    def begin_test(self, test_seed: int, name: str = "") -> None:
         self.test_seed = test_seed
+        self.test_name = name
 
     def submit(
         self,
@@ -297,6 +310,8 @@ class LyingSandbox(Sandbox):
     ) -> PendingJob:
         job_id = len(self._pending) + len(self.answers)
         self._pending[job_id] = Job(module, probe_file, probe, kwargs, import_student)
+        if not import_student and holds_seed(kwargs, self.test_seed):
+            self.judged_on_seeded_inputs.add(self.test_name)
         return PendingJob(
             id=job_id, module=module, job_dir=Path(), deadline=math.inf, timeout_s=math.inf
         )
@@ -319,13 +334,22 @@ class LieObservingPlugin(GraderPlugin):
         self.lying_sandbox = sandbox
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        self.lying_sandbox.begin_test(hidden_seed(self.session.seed, item.nodeid))
+        seed = hidden_seed(self.session.seed, item.nodeid)
+        self.lying_sandbox.begin_test(seed, display_name(item))
 
 
 def run_against(
     assignment: Assignment, lie: Lie, *, device: str, grading_seed: int
 ) -> tuple[list[TestResult], str]:
     """The hidden suites' records against `lie`, and why the suite could not run (or "")."""
+    records, broken, _ = _run_lying(assignment, lie, device=device, grading_seed=grading_seed)
+    return records, broken
+
+
+def _run_lying(
+    assignment: Assignment, lie: Lie, *, device: str, grading_seed: int
+) -> tuple[list[TestResult], str, LyingSandbox]:
+    """`run_against`, and the lying sandbox it ran with (what it saw of each test)."""
     files = {part.file: assignment.solutions_dir / part.file for part in assignment.parts}
     submission = PreparedSubmission(
         directory=assignment.solutions_dir,
@@ -347,8 +371,9 @@ def run_against(
     with tempfile.TemporaryDirectory(prefix="grader-lying-") as temporary:
         exit_code = run_hidden_suite(assignment.hidden_tests_dir, plugin, Path(temporary))
     if exit_code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        return plugin.records, ""
-    return plugin.records, "\n".join(plugin.collection_errors) or f"pytest exit code {exit_code}"
+        return plugin.records, "", sandbox
+    broken = "\n".join(plugin.collection_errors) or f"pytest exit code {exit_code}"
+    return plugin.records, broken, sandbox
 
 
 @dataclass(frozen=True)
@@ -399,12 +424,13 @@ def gate_openers_against_liars(assignment: Assignment, *, device: str = "cpu") -
                 "score. Call `compare` with the `seed` fixture's value in its arguments."
             )
     for lie in LIES:
-        records, broken = run_against(assignment, lie, device=device, grading_seed=seed)
+        records, broken, sandbox = _run_lying(assignment, lie, device=device, grading_seed=seed)
         if broken:
             problems.append(f"{where}: the hidden suite could not run against a liar: {broken}")
             continue
+        exempt = sandbox.judged_on_seeded_inputs if lie.tests_seed_dependence else set()
         for test in records:
-            if test.outcome == "passed" and not test.gated:
+            if test.outcome == "passed" and not test.gated and test.name not in exempt:
                 problems.append(
                     f"{where}: part {test.part}: {test.name!r} opens the gate but passed "
                     f"against a student side that {lie.description}. {lie.advice}"
