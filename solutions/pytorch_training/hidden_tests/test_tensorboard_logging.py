@@ -46,7 +46,7 @@ def _scalars(got: dict[str, Any], tag: str, what: str) -> list[tuple[int, float]
     scalars = read_scalars(got["files"])
     if tag not in scalars:
         found = ", ".join(f"'{name}'" for name in sorted(scalars)) or "none"
-        pytest.fail(
+        raise AssertionError(
             f"no scalar was logged under the tag '{tag}' ({what}); tags logged: {found}. "
             f"Use writer.add_scalar('{tag}', value, step) exactly."
         )
