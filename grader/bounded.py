@@ -53,6 +53,8 @@ CRASHED = "crashed"
 # ran at least this long in its child. Quicker tasks cost less to run again than to hold.
 REMEMBERED_AFTER_SECONDS = 0.5
 _REMEMBERED_FORMAT = "torch-grader remembered bounded outcomes v1"
+# The failures kept between runs: the bound itself was reached.
+_KEPT_FAILURES = (TIMEOUT, OUT_OF_MEMORY)
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +82,9 @@ def content_key(kind: str, *parts: str | bytes) -> str:
 class RememberedOutcomes:
     """Outcomes of keyed bounded tasks, by their key and bounds (see `remembering`).
 
-    `load` and `save` keep the failures on disk between runs of one batch: a file that
-    overran its bound once is not given the bound again until its content changes.
+    `load` and `save` keep the overruns (time, memory) on disk between runs of one batch: a
+    file that overran its bound once is not given the bound again until its content changes.
+    A crashed child is remembered for the run only: a crash may be the grader's own fault.
     """
 
     def __init__(self, failures: dict[str, str] | None = None) -> None:
@@ -117,8 +120,8 @@ class RememberedOutcomes:
             and isinstance(data.get("failures"), dict)
         ):
             return cls()
-        known = (TIMEOUT, OUT_OF_MEMORY, CRASHED)
-        return cls({k: v for k, v in data["failures"].items() if isinstance(k, str) and v in known})
+        kept = data["failures"].items()
+        return cls({k: v for k, v in kept if isinstance(k, str) and v in _KEPT_FAILURES})
 
     def save(self, path: Path) -> None:
         from grader import __version__
@@ -127,7 +130,7 @@ class RememberedOutcomes:
         failures = {
             key: outcome.failure
             for key, outcome in sorted(self._outcomes.items())
-            if outcome.failure and key in self._used
+            if outcome.failure in _KEPT_FAILURES and key in self._used
         }
         data = {"format": _REMEMBERED_FORMAT, "grader_version": __version__, "failures": failures}
         try:

@@ -68,9 +68,14 @@ def test_a_remembered_failure_is_not_paid_again_even_in_the_next_run(tmp_path: P
     assert first == [Outcome(failure=TIMEOUT), Outcome(value=2)]
     # The overrun is answered from memory; the quick task, cheaper to run than to hold, runs.
     assert again == [Outcome(failure=TIMEOUT), Outcome(failure=CRASHED)]
+    with remembering(remembered):
+        assert run_bounded([_die], seconds=0.3, keys=["dies"]) == [Outcome(failure=CRASHED)]
+        assert run_bounded([lambda: 3], seconds=0.3, keys=["dies"]) == [Outcome(failure=CRASHED)]
     remembered.save(tmp_path / "kept.json")
     with remembering(RememberedOutcomes.load(tmp_path / "kept.json")):
         assert run_bounded([_die], seconds=0.3, keys=["slow"]) == [Outcome(failure=TIMEOUT)]
+        # A crash, which may be the grader's own fault, is remembered for one run only.
+        assert run_bounded([lambda: 3], seconds=0.3, keys=["dies"]) == [Outcome(value=3)]
         # Other bounds are another check.
         assert run_bounded([_die], seconds=0.4, keys=["slow"]) == [Outcome(failure=CRASHED)]
     # Outside a remembering block, keys change nothing.
