@@ -295,7 +295,11 @@ def _apply_gate(
         for test in graded
     ]
     parts, scored = score_tests(
-        assignment, results, sources=prepared.sources, problems=prepared.problems
+        assignment,
+        results,
+        sources=prepared.sources,
+        problems=prepared.problems,
+        unverifiable=prepared.unverifiable,
     )
     # score_tests keeps the order it was given (by part, as `graded` is).
     by_nodeid = {test.nodeid: result for test, result in zip(graded, scored, strict=True)}

@@ -359,7 +359,13 @@ def _assemble(
             part_id: point_at_cells(problem, origins, files[part_id])
             for part_id, problem in problems.items()
         }
-    parts, tests = score_tests(assignment, records, sources=submission.sources, problems=problems)
+    parts, tests = score_tests(
+        assignment,
+        records,
+        sources=submission.sources,
+        problems=problems,
+        unverifiable=submission.unverifiable,
+    )
     return GradingResult(
         assignment=assignment.id,
         score=round(sum(p.score for p in parts), 6),

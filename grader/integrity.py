@@ -28,6 +28,8 @@ import dis
 import re
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
+from operator import itemgetter
 from types import CodeType
 
 # Frames and code objects: how code reaches, and rewrites, functions it was not given.
@@ -45,34 +47,41 @@ FRAME_ATTRIBUTES = frozenset(
 # object's methods lead to the probe's globals, the collector to every live object, a trace
 # or profile hook to every frame that runs after it is set.
 REACHING_ATTRIBUTES = frozenset(
-    {"__globals__", "__builtins__", "__dict__", "__getattribute__", "getattr_static"}
+    {"__globals__", "__builtins__"}
     # A builtin function's module: print.__self__ is `builtins`.
     | {"__self__"}
-    | {"attrgetter", "methodcaller", "get_field", "import_module"}
     | {"get_objects", "get_referrers", "get_referents"}
     | {"settrace", "setprofile", "_settraceallthreads", "_setprofileallthreads"}
 )
-# Builtins that run code, or read namespaces or attributes, by names given as data.
-REACHING_BUILTINS = frozenset(
-    {"globals", "vars", "locals", "eval", "exec", "compile", "__import__", "__builtins__"}
+# Attributes that look other attributes up by names given as data.
+LOOKUP_ATTRIBUTES = frozenset(
+    {"__dict__", "__getattribute__", "getattr_static", "attrgetter", "methodcaller"}
+    | {"get_field", "import_module"}
 )
+# Builtins that run code, or read namespaces or attributes, by names given as data.
+# (`locals()` is not one: it reads the calling function's own variables, as
+# `"{loss}".format(**locals())` does, and reaches nothing beyond them.)
+LOOKUP_BUILTINS = frozenset({"globals", "vars", "eval", "exec", "compile", "__import__"})
 # The attribute builtins: harmless with the name written out (`getattr(m, "weight")`).
 ATTRIBUTE_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
+# Those that read no value: with a name built at run time they reach nothing (setting an
+# attribute by a literal name does as much), so only getattr is a lookup.
+WRITING_BUILTINS = frozenset({"setattr", "delattr", "hasattr"})
 # Modules whose purpose is reaching frames, builtins or raw memory (`gc` is not one of them:
 # `gc.collect()` before a timing is honest; its object lists are refused by name above).
-REACHING_MODULES = frozenset({"inspect", "builtins", "ctypes", "importlib", "pdb", "bdb"})
+REACHING_MODULES = frozenset({"inspect", "builtins", "ctypes", "pdb", "bdb"})
 # `from m import *` binds m's functions by bare names the attribute checks never see
 # (`_getframe(1)`, `get_objects()`).
 STAR_REFUSED_MODULES = REACHING_MODULES | {"sys", "gc"}
 # `sys.modules` finds any loaded module by name; `modules` alone is also nn.Module's method.
 SYS_ATTRIBUTES = frozenset({"modules"})
 SUSPECT_NAMES = (
-    (FRAME_ATTRIBUTES | REACHING_ATTRIBUTES | REACHING_BUILTINS | ATTRIBUTE_BUILTINS)
-    | SYS_ATTRIBUTES
-    | REACHING_MODULES
-    | STAR_REFUSED_MODULES
-    | {"__name__", "sys"}
+    (FRAME_ATTRIBUTES | REACHING_ATTRIBUTES | LOOKUP_ATTRIBUTES | LOOKUP_BUILTINS)
+    | (ATTRIBUTE_BUILTINS | SYS_ATTRIBUTES | STAR_REFUSED_MODULES)
+    | {"__builtins__", "sys", "importlib"}
 )
+# Instructions that bind a module-level name (`__name__ = "__main__"`).
+NAME_STORES = frozenset({"STORE_NAME", "STORE_GLOBAL", "DELETE_NAME", "DELETE_GLOBAL"})
 # Files up to this size are always parsed (milliseconds); larger ones only when their
 # compiled code is suspect (`_suspect`), since a hostile 1 MiB file takes seconds to parse.
 ALWAYS_PARSED_CHARS = 64 * 1024
@@ -81,6 +90,8 @@ LOOKED_UP_NAMES = FRAME_ATTRIBUTES | REACHING_ATTRIBUTES | REACHING_MODULES
 NAME_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # How many uses a message lists; the rest are counted.
 SHOWN_USES = 3
+# What `_Reader._use` returns for a node that uses nothing.
+_NONE = ("", "")
 
 MESSAGE = (
     "{file} reaches into the grader's own objects, which share your code's process: {uses}. "
@@ -88,27 +99,48 @@ MESSAGE = (
     "could change what a test sees, so no test of a part that runs it can count. Remove it: "
     "nothing in this assignment needs it."
 )
+LOOKUP_MESSAGE = (
+    "not counted: {file} looks names up at run time ({uses}), and such code can reach and "
+    "rewrite the checks made inside your code's process, so this part's checks that hidden "
+    "inputs cannot verify do not count; your outputs compared with the reference still do. "
+    "Write the names out (nn.ReLU() rather than getattr(nn, name)()) to have them counted."
+)
+REFUSED = "refused"
+LOOKUP = "lookup"
 
 
-def reaching_uses(text: str, code: CodeType) -> list[str]:
-    """One "line N: what" per place `text` (compiled as `code`) reaches the grader's objects.
+@dataclass(frozen=True)
+class Reach:
+    """Where a file reaches the grader's objects (`refused`: its parts cannot count at all)
+    and where it looks names up at run time (`lookups`: its parts' unverifiable checks do not
+    count), each as "line N: what"."""
+
+    refused: tuple[str, ...] = ()
+    lookups: tuple[str, ...] = ()
+
+
+def reaching_uses(text: str, code: CodeType) -> Reach:
+    """Where `text` (compiled as `code`) reaches the grader's objects or looks names up.
 
     Code under a top-level `if __name__ == "__main__":` is not read: grading never runs it
     (and assigning `__name__`, the one way to make it run, is itself refused). Raises
     nothing: a file that does not parse has already failed to compile.
     """
     if len(text) > ALWAYS_PARSED_CHARS and not _suspect(code):
-        return []
+        return Reach()
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return []
+        return Reach()
     found = sorted(set(_Reader(tree).uses()))
-    return [f"line {line}: {what}" for line, what in found]
+    return Reach(
+        refused=tuple(f"line {line}: {what}" for line, kind, what in found if kind == REFUSED),
+        lookups=tuple(f"line {line}: {what}" for line, kind, what in found if kind == LOOKUP),
+    )
 
 
-def reaching_message(uses_by_file: dict[str, list[str]]) -> str:
-    """The part's problem, naming the first uses of the files that reach the grader."""
+def reaching_message(uses_by_file: dict[str, list[str]], *, template: str = MESSAGE) -> str:
+    """A part's problem (or, with LOOKUP_MESSAGE, its note), naming the first uses."""
     shown: list[str] = []
     total = 0
     for name, uses in uses_by_file.items():
@@ -116,7 +148,7 @@ def reaching_message(uses_by_file: dict[str, list[str]]) -> str:
         shown += [f"{name} {use}" for use in uses[: SHOWN_USES - len(shown)]]
     more = f" and {total - len(shown)} more" if total > len(shown) else ""
     files = ", ".join(uses_by_file)
-    return MESSAGE.format(file=files, uses="; ".join(shown) + more)
+    return template.format(file=files, uses="; ".join(shown) + more)
 
 
 def is_main_guard(statement: ast.stmt) -> bool:
@@ -151,6 +183,8 @@ def _suspect(code: CodeType) -> bool:
         for instruction in dis.get_instructions(each):
             if instruction.opname in ("STORE_ATTR", "DELETE_ATTR"):
                 stores = True
+            elif instruction.opname in NAME_STORES and instruction.argval == "__name__":
+                return True
             elif instruction.opname == "IMPORT_NAME":
                 imports_stdlib |= _is_stdlib(str(instruction.argval))
     return stores and imports_stdlib
@@ -172,7 +206,7 @@ def _names_in_text(value: str | bytes) -> list[str]:
         tokens = set(NAME_TOKEN.findall(value.decode("latin-1")))
         # Protocol 0's GLOBAL opcode runs the letter into the module: "cbuiltins".
         tokens |= {token[1:] for token in tokens if token.startswith("c")}
-        return sorted(tokens & (LOOKED_UP_NAMES | REACHING_BUILTINS))
+        return sorted(tokens & (LOOKED_UP_NAMES | LOOKUP_BUILTINS | {"__builtins__"}))
     if any(c.isspace() for c in value.strip()):
         return []
     return sorted(set(NAME_TOKEN.findall(value)) & LOOKED_UP_NAMES)
@@ -197,6 +231,19 @@ class _Reader:
         self.stdlib_names = {name for name, module in bound.items() if _is_stdlib(module)}
         self.module_names = set(bound)
         self.constant_names = _string_constants(tree)
+        # Names bound to torch or something imported from it (`import torch.nn as nn`,
+        # `from torch import optim`): getattr(nn, activation) picks one of torch's own names;
+        # going on from what it returns takes another lookup, or a name this rule refuses.
+        self.torch_names = {name for name, module in bound.items() if _is_torch(module)}
+        self.torch_names |= _names_imported_from_torch(tree)
+        # `"google.colab" in sys.modules`: a membership test reads no module.
+        self.membership_tests = {
+            id(comparator)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Compare)
+            and all(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
+            for comparator in node.comparators
+        }
         # `vars(obj)` on an object (vars(args) prints a parser's settings) reads nothing but
         # that object's attributes; with no argument, or on a module, it is refused.
         self.object_vars = {
@@ -209,12 +256,13 @@ class _Reader:
             and not self._is_module(node.args[0])
         }
 
-    def uses(self) -> Iterator[tuple[int, str]]:
+    def uses(self) -> Iterator[tuple[int, str, str]]:
+        """(line, REFUSED or LOOKUP, what) per use."""
         for node in self._read_nodes():
             line = getattr(node, "lineno", 0)
-            what = self._use(node)
+            kind, what = self._use(node)
             if what:
-                yield line, what
+                yield line, kind, what
 
     def _read_nodes(self) -> Iterator[ast.AST]:
         """Every node but those of a top-level `__main__` block (its `else` is read)."""
@@ -230,7 +278,7 @@ class _Reader:
             yield node
             pending.extend(ast.iter_child_nodes(node))
 
-    def _use(self, node: ast.AST) -> str:
+    def _use(self, node: ast.AST) -> tuple[str, str]:
         if isinstance(node, ast.Attribute):
             return self._attribute_use(node)
         if isinstance(node, ast.Name):
@@ -239,60 +287,72 @@ class _Reader:
             return self._call_use(node)
         if isinstance(node, ast.MatchClass):
             # `case object(tb_frame=f)` reads the attribute `tb_frame` of the subject.
-            return next(filter(None, map(_attribute_name_use, node.kwd_attrs)), "")
+            return next(filter(itemgetter(1), map(_attribute_name_use, node.kwd_attrs)), _NONE)
         if isinstance(node, ast.Import | ast.ImportFrom):
-            return next(_import_uses(node), "")
+            return next(_import_uses(node), _NONE)
         if (
             isinstance(node, ast.Constant)
             and isinstance(node.value, str | bytes)
             and id(node) not in self.docstrings
             and (named := _names_in_text(node.value))
         ):
-            return f"a string naming {', '.join(named)}"
-        return ""
+            return REFUSED, f"a string naming {', '.join(named)}"
+        return _NONE
 
-    def _attribute_use(self, node: ast.Attribute) -> str:
+    def _attribute_use(self, node: ast.Attribute) -> tuple[str, str]:
         if isinstance(node.ctx, ast.Store | ast.Del) and self._is_stdlib_module(node.value):
-            return f"{ast.unparse(node)} replaced (the standard library patched)"
+            return REFUSED, f"{ast.unparse(node)} replaced (the standard library patched)"
         if node.attr == "__dict__" and id(node.value) in self.own:
-            return ""
+            return _NONE
         if node.attr in SYS_ATTRIBUTES:
-            return "sys.modules (modules found by name)" if self._is_sys(node.value) else ""
+            if not self._is_sys(node.value) or id(node) in self.membership_tests:
+                return _NONE
+            return LOOKUP, "sys.modules"
         if node.attr == "sys" and not self._is_sys(node.value):
-            return f"{ast.unparse(node)} (the interpreter's internals through another module)"
+            what = f"{ast.unparse(node)} (the interpreter's internals through another module)"
+            return REFUSED, what
         return _attribute_name_use(node.attr)
 
-    def _name_use(self, node: ast.Name) -> str:
+    def _name_use(self, node: ast.Name) -> tuple[str, str]:
         if node.id == "__name__" and not isinstance(node.ctx, ast.Load):
-            return "__name__ assigned (it makes a __main__ block run on import)"
-        if node.id in REACHING_BUILTINS and id(node) not in self.object_vars:
-            return f"{node.id}()"
-        return ""
+            return REFUSED, "__name__ assigned (it makes a __main__ block run on import)"
+        if node.id == "__builtins__":
+            return REFUSED, "__builtins__"
+        if node.id in LOOKUP_BUILTINS and id(node) not in self.object_vars:
+            return LOOKUP, f"{node.id}()"
+        return _NONE
 
-    def _call_use(self, node: ast.Call) -> str:
+    def _call_use(self, node: ast.Call) -> tuple[str, str]:
         if not isinstance(node.func, ast.Name):
-            return ""
+            return _NONE
         function, args = node.func.id, node.args
         if function not in ATTRIBUTE_BUILTINS:
-            return ""
+            return _NONE
         if function in ("setattr", "delattr") and args and self._is_stdlib_module(args[0]):
-            return f"{function} on {ast.unparse(args[0])} (the standard library patched)"
-        if len(args) < 2:
-            return f"{function} with an attribute name built at run time"
-        subject, name = args[0], args[1]
-        if isinstance(name, ast.Constant) and isinstance(name.value, str):
-            return ""
-        if isinstance(name, ast.Name) and name.id in self.constant_names:
-            return ""  # a module-level constant string: as readable as the literal
-        if id(subject) in self.own:
-            return ""
-        return f"{function} with an attribute name built at run time"
+            return REFUSED, f"{function} on {ast.unparse(args[0])} (the standard library patched)"
+        if function in WRITING_BUILTINS:
+            return _NONE
+        if len(args) >= 2:
+            subject, name = args[0], args[1]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                return _NONE
+            if isinstance(name, ast.Name) and name.id in self.constant_names:
+                return _NONE  # a module-level constant string: as readable as the literal
+            if id(subject) in self.own or self._is_torch(subject):
+                return _NONE
+        return LOOKUP, f"{function} with a name built at run time"
 
     def _is_sys(self, node: ast.expr) -> bool:
         """`sys` itself: a name an import bound to it, or any module's `sys` (`os.sys`)."""
         if isinstance(node, ast.Name):
             return node.id in self.sys_names
         return isinstance(node, ast.Attribute) and node.attr == "sys"
+
+    def _is_torch(self, node: ast.expr) -> bool:
+        """torch, or a module or name taken from it: `nn`, `torch.optim`, `F`."""
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.torch_names
 
     def _is_module(self, node: ast.expr) -> bool:
         return isinstance(node, ast.Name) and node.id in self.module_names
@@ -301,15 +361,17 @@ class _Reader:
         return isinstance(node, ast.Name) and node.id in self.stdlib_names
 
 
-def _attribute_name_use(name: str) -> str:
+def _attribute_name_use(name: str) -> tuple[str, str]:
     if name in FRAME_ATTRIBUTES:
-        return f".{name} (frames and code objects)"
+        return REFUSED, f".{name} (frames and code objects)"
     if name in REACHING_ATTRIBUTES:
-        return f".{name} (objects reached by name)"
-    return ""
+        return REFUSED, f".{name} (objects reached by name)"
+    if name in LOOKUP_ATTRIBUTES:
+        return LOOKUP, f".{name}"
+    return _NONE
 
 
-def _import_uses(node: ast.Import | ast.ImportFrom) -> Iterator[str]:
+def _import_uses(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
     if isinstance(node, ast.Import):
         modules = [alias.name for alias in node.names]
         names: list[str] = []
@@ -317,15 +379,20 @@ def _import_uses(node: ast.Import | ast.ImportFrom) -> Iterator[str]:
         modules = [node.module or ""]
         names = [alias.name for alias in node.names]
     for module in modules:
-        if module.split(".")[0] in REACHING_MODULES:
-            yield f"import of {module}"
+        top = module.split(".")[0]
+        if top in REACHING_MODULES:
+            yield REFUSED, f"import of {module}"
+        elif top == "importlib":
+            yield LOOKUP, f"import of {module}"
     for name in names:
         if name == "*" and modules[0].split(".")[0] in STAR_REFUSED_MODULES:
-            yield f"from {modules[0]} import * (binds its functions by their bare names)"
-        elif name in FRAME_ATTRIBUTES | REACHING_ATTRIBUTES | REACHING_BUILTINS:
-            yield f"import of {name} from {modules[0]}"
+            yield REFUSED, f"from {modules[0]} import * (binds its functions by bare names)"
+        elif name in FRAME_ATTRIBUTES | REACHING_ATTRIBUTES:
+            yield REFUSED, f"import of {name} from {modules[0]}"
+        elif name in LOOKUP_ATTRIBUTES | LOOKUP_BUILTINS:
+            yield LOOKUP, f"import of {name} from {modules[0]}"
         elif name in SYS_ATTRIBUTES and modules[0] == "sys":
-            yield f"import of sys.{name}"
+            yield LOOKUP, f"import of sys.{name}"
 
 
 def _names_bound_by_import(tree: ast.Module) -> dict[str, str]:
@@ -340,6 +407,21 @@ def _names_bound_by_import(tree: ast.Module) -> dict[str, str]:
                     top = alias.name.split(".")[0]
                     bound[top] = top
     return bound
+
+
+def _is_torch(module: str) -> bool:
+    return module == "torch" or module.startswith("torch.")
+
+
+def _names_imported_from_torch(tree: ast.Module) -> set[str]:
+    """Names `from torch... import name` binds."""
+    return {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and _is_torch(node.module or "")
+        for alias in node.names
+        if alias.name != "*"
+    }
 
 
 def _string_constants(tree: ast.Module) -> set[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from grader.assignment import Assignment
 from grader.results import PartResult, TestResult
@@ -16,6 +16,8 @@ GATED_ALL_NOTE = (
     "(This check counts once every test of this part that compares your values with the "
     "reference's on hidden inputs passes at least once; still to pass: {tests}.)"
 )
+# What a gated pass of a part whose code looks names up at run time waits for.
+NEVER_WHILE_LOOKING_UP = "the part's code to write out the names it now builds at run time"
 # What a gated pass waits for when no test of its part can open its gate on this grade.
 WAITS_FOR_ANY_OPENER = "a test of this part that compares with the reference on hidden inputs"
 GATED_AFTER_NOTE = (
@@ -30,6 +32,7 @@ def score_tests(
     *,
     sources: dict[str, str],
     problems: dict[str, str],
+    unverifiable: Mapping[str, str] | None = None,
 ) -> tuple[tuple[PartResult, ...], tuple[TestResult, ...]]:
     """Share each part's points among its tests by weight; skipped tests carry no weight.
 
@@ -44,8 +47,11 @@ def score_tests(
     function of a part never unlocks forged checks of another. A passed metric test earns its
     `credit`'s share of its points, gated like any other test. (A `cuda_only` test skipped
     on a CPU grade is not waited for; a test that skipped itself is; a self-reported one,
-    marked or not, never is.)
+    marked or not, never is.) In a part of `unverifiable` (part id -> why, for students: its
+    code looks names up at run time, which can rewrite checks made in its process) gated
+    tests never count.
     """
+    unverifiable = unverifiable or {}
     by_part: dict[str, list[TestResult]] = {part.id: [] for part in assignment.parts}
     for test in tests:
         by_part[test.part].append(test)
@@ -62,11 +68,15 @@ def score_tests(
                 scored.append(dataclasses.replace(test, score=0.0, max_score=0.0))
                 continue
             max_score = round(part.points * test.weight / total_weight, 6)
+            never = unverifiable.get(part.id, "") if test.gated else ""
             earned = test.outcome == "passed" and (
-                not test.gated or _opened(test, openers, missing)
+                not test.gated or (not never and _opened(test, openers, missing))
             )
             message, waits_for = test.message, ""
-            if test.gated and test.outcome == "passed" and not earned:
+            if never and test.outcome == "passed" and max_score > 0:
+                message = f"{message}\n({never})".strip()
+                waits_for = NEVER_WHILE_LOOKING_UP
+            elif test.gated and test.outcome == "passed" and not earned:
                 message = f"{message}\n{_gated_note(test, part_tests, missing)}".strip()
                 # A test worth nothing (a warning) has nothing to wait for.
                 waits_for = _waits_for(test, part_tests, missing) if max_score > 0 else ""

@@ -17,12 +17,12 @@ import io
 import re
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType
 
 from grader.bounded import OUT_OF_MEMORY, TIMEOUT, Outcome, content_key, run_bounded
-from grader.integrity import is_main_guard, reaching_uses
+from grader.integrity import Reach, is_main_guard, reaching_uses
 
 # Wall-clock bound for decoding and compiling one source file in its limited child: real
 # files take milliseconds.
@@ -43,8 +43,9 @@ class CheckedSource:
     # Top-level names of the modules it imports when imported (`live_imports`); none if it
     # did not compile.
     imports: tuple[str, ...]
-    # Where it reaches into the grader's objects (`grader.integrity.reaching_uses`).
-    reaches: tuple[str, ...] = ()
+    # Where it reaches into the grader's objects, and where it looks names up at run time
+    # (`grader.integrity.reaching_uses`).
+    reach: Reach = field(default_factory=Reach)
 
 
 def check_sources(files: list[tuple[str, bytes]]) -> list[CheckedSource]:
@@ -77,7 +78,9 @@ def too_complex(what: str, outcome: Outcome, seconds: float) -> str:
 def _source_task(name: str, data: bytes) -> Callable[[], list[object]]:
     def task() -> list[object]:
         checked = inspect_source(name, data)
-        return [checked.text, checked.problem, list(checked.imports), list(checked.reaches)]
+        reach = checked.reach
+        imports = list(checked.imports)
+        return [checked.text, checked.problem, imports, list(reach.refused), list(reach.lookups)]
 
     return task
 
@@ -85,14 +88,14 @@ def _source_task(name: str, data: bytes) -> Callable[[], list[object]]:
 def _source_outcome(name: str, outcome: Outcome) -> CheckedSource:
     """A bounded `inspect_source`'s JSON back as a `CheckedSource`, or why it has none."""
     value = outcome.value
-    if outcome.failure or not (isinstance(value, list) and len(value) == 4):
+    if outcome.failure or not (isinstance(value, list) and len(value) == 5):
         return CheckedSource(None, too_complex(name, outcome, SOURCE_CHECK_SECONDS), ())
-    text, problem, imports, reaches = value
+    text, problem, imports, refused, lookups = value
     return CheckedSource(
         text if isinstance(text, str) else None,
         str(problem),
         tuple(map(str, imports)),
-        tuple(map(str, reaches)),
+        Reach(tuple(map(str, refused)), tuple(map(str, lookups))),
     )
 
 
@@ -113,7 +116,7 @@ def inspect_source(name: str, data: bytes) -> CheckedSource:
     except (ValueError, MemoryError, RecursionError) as error:
         return CheckedSource(text, f"{name} cannot be compiled: {type(error).__name__}.", ())
     imports = tuple(dict.fromkeys(live_imports(name, text, code)))
-    return CheckedSource(text, "", imports, tuple(reaching_uses(text, code)))
+    return CheckedSource(text, "", imports, reaching_uses(text, code))
 
 
 def live_imports(name: str, text: str, code: CodeType) -> list[str]:

@@ -36,7 +36,7 @@ from zipfile import (  # type: ignore[attr-defined]
 from grader.assignment import Assignment
 from grader.bounded import content_key, run_bounded
 from grader.errors import SubmissionError
-from grader.integrity import reaching_message
+from grader.integrity import LOOKUP_MESSAGE, MESSAGE, reaching_message
 from grader.safetext import clean_name
 from grader.source_check import CHECK_MEMORY_BYTES, check_sources, import_closure, too_complex
 from grader.walk import JUNK_DIRS, walk_submission
@@ -87,6 +87,9 @@ class PreparedSubmission:
     # File name -> the modules it imports (grader.source_check.module_imports), for every file
     # that compiled: what a part's jobs may import and its source rules read.
     imports: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Part id -> why its checks that hidden inputs cannot verify do not count: the code it
+    # runs looks names up at run time (grader.integrity.LOOKUP_MESSAGE), for students.
+    unverifiable: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -166,9 +169,12 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
             imports[name] = source.imports
         if source.problem:
             problems[part_id] = source.problem
-    reaches = {name: source.reaches for (_, name, _), source in zip(checked, results, strict=True)}
-    for part_id, problem in _reaching_problems(assignment, imports, reaches).items():
+    reaches = {name: source.reach for (_, name, _), source in zip(checked, results, strict=True)}
+    refused = {name: reach.refused for name, reach in reaches.items()}
+    for part_id, problem in _reaching_notes(assignment, imports, refused, MESSAGE).items():
         problems.setdefault(part_id, problem)
+    lookups = {name: reach.lookups for name, reach in reaches.items()}
+    looking_up = _reaching_notes(assignment, imports, lookups, LOOKUP_MESSAGE)
     return PreparedSubmission(
         directory=dest,
         files=files,
@@ -177,26 +183,28 @@ def _materialise(found: _Found, assignment: Assignment, dest: Path) -> PreparedS
         sha256=digest,
         notes=tuple(notes),
         imports=imports,
+        unverifiable=looking_up,
     )
 
 
-def _reaching_problems(
+def _reaching_notes(
     assignment: Assignment,
     imports: dict[str, tuple[str, ...]],
-    reaches: dict[str, tuple[str, ...]],
+    uses: dict[str, tuple[str, ...]],
+    template: str,
 ) -> dict[str, str]:
-    """Every part, whatever its assignment, that runs code reaching into the grader's objects
-    (its own file, or a submission file it imports): such a part cannot earn points."""
-    problems = {}
+    """Part id -> `template` naming the uses of the files it runs (its own, and the
+    submission files it imports), for every part, whatever its assignment, that has any."""
+    notes = {}
     for part in assignment.parts:
-        reaching = {
-            name: list(reaches[name])
+        found = {
+            name: list(uses[name])
             for name in import_closure(imports, part.file)
-            if reaches.get(name) and name in imports
+            if uses.get(name) and name in imports
         }
-        if reaching:
-            problems[part.id] = reaching_message(reaching)
-    return problems
+        if found:
+            notes[part.id] = reaching_message(found, template=template)
+    return notes
 
 
 def _notebook_problem(

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from grader.integrity import ALWAYS_PARSED_CHARS, reaching_message, reaching_uses
+from grader.integrity import ALWAYS_PARSED_CHARS, Reach, reaching_message, reaching_uses
+
+
+def reach(text: str) -> Reach:
+    return reaching_uses(text, compile(text, "part.py", "exec", dont_inherit=True))
 
 
 def uses(text: str) -> list[str]:
-    return reaching_uses(text, compile(text, "part.py", "exec", dont_inherit=True))
+    """Where `text` is refused."""
+    return list(reach(text).refused)
 
 
 HONEST = {
@@ -38,34 +43,25 @@ HONEST = {
     "environment variables": "import os\nos.environ['OMP_NUM_THREADS'] = '1'\n",
     "a message that mentions a frame": "raise ValueError('no f_globals here, sorry')\n",
     "a docstring that names them": '"""Uses no sys._getframe, gc.get_objects or eval."""\n',
+    "an activation picked from torch by name": (
+        "import torch.nn as nn\nfrom torch import optim\n"
+        "def make(name, opt):\n    return getattr(nn, name)(), getattr(optim, opt)\n"
+    ),
+    "a head set by a path": "def put(parent, attr, value):\n    setattr(parent, attr, value)\n",
+    "a log line from locals": "def log(loss):\n    print('{loss:.3f}'.format(**locals()))\n",
+    "a Colab check": "import sys\nIN_COLAB = 'google.colab' in sys.modules\n",
 }
 
 REACHING = {
     "sys._getframe": ("import sys\nf = sys._getframe(1).f_globals\n", "._getframe"),
-    "getattr with a built name": ("import sys\ngetattr(sys, '_get' + 'frame')\n", "getattr"),
-    "getattr in a plain function taking self": (
-        "def reach(self, name):\n    return getattr(self, name)\n",
-        "getattr",
-    ),
-    "self rebound in a method": (
-        "import sys\nclass C:\n    def m(self):\n        self = sys\n"
-        "        return getattr(self, 'a' + 'b')\n",
-        "getattr",
-    ),
-    "a constant name rebound": (
-        "import sys\nX = 'a'\nX = '_get' + 'frame'\ngetattr(sys, X)\n",
-        "getattr",
-    ),
     "gc's object lists": ("import gc\ngc.get_objects()\n", ".get_objects"),
     "a star import of gc": ("from gc import *\nget_objects()\n", "from gc import *"),
     "a star import of sys": ("from sys import *\n_getframe(1)\n", "from sys import *"),
     "inspect": ("import inspect\n", "import of inspect"),
     "builtins": ("import builtins\n", "import of builtins"),
+    "__builtins__": ("b = __builtins__\n", "__builtins__"),
     "a builtin's module": ("b = print.__self__\n", ".__self__"),
-    "sys.modules": ("import sys as s\ns.modules\n", "sys.modules"),
-    "another module's sys": ("import torch\ntorch.sys.modules\n", "torch.sys"),
-    "vars of a module": ("import sys\nvars(sys)\n", "vars()"),
-    "eval": ("eval('1')\n", "eval()"),
+    "another module's sys": ("import torch\ntorch.sys\n", "torch.sys"),
     "match patterns that walk frames": (
         "def f(e):\n    match e:\n        case object(tb_frame=object(f_back=x)):\n"
         "            return x\n",
@@ -87,10 +83,51 @@ REACHING = {
     "a string naming a frame attribute": ("name = 'f_globals'\n", "a string naming f_globals"),
 }
 
+# Code that looks names up at run time: honest code does it too (getattr(nn, activation)),
+# so the part is not refused, but its checks hidden inputs cannot verify do not count.
+LOOKUPS = {
+    "getattr with a built name": ("import sys\ngetattr(sys, '_get' + 'frame')\n", "getattr"),
+    "getattr on what torch returned, by a variable name": (
+        "import torch\ndef hop(a, b):\n    return getattr(getattr(torch, a), b)\n",
+        "getattr",
+    ),
+    "getattr on a model by a variable name": (
+        "def part(model, name):\n    return getattr(model, name)\n",
+        "getattr",
+    ),
+    "getattr in a plain function taking self": (
+        "def reach(self, name):\n    return getattr(self, name)\n",
+        "getattr",
+    ),
+    "self rebound in a method": (
+        "import sys\nclass C:\n    def m(self):\n        self = sys\n"
+        "        return getattr(self, 'a' + 'b')\n",
+        "getattr",
+    ),
+    "a constant name rebound": (
+        "import sys\nX = 'a'\nX = '_get' + 'frame'\ngetattr(sys, X)\n",
+        "getattr",
+    ),
+    "sys.modules": ("import sys as s\nm = s.modules['torch']\n", "sys.modules"),
+    "vars of a module": ("import sys\nvars(sys)\n", "vars()"),
+    "eval": ("eval('nn.ReLU')\n", "eval()"),
+    "globals": ("globals()['Net']\n", "globals()"),
+    "importlib": ("import importlib\n", "import of importlib"),
+}
+
 
 @pytest.mark.parametrize("text", HONEST.values(), ids=HONEST.keys())
-def test_honest_code_is_not_refused(text: str) -> None:
-    assert uses(text) == []
+def test_honest_code_is_neither_refused_nor_held_back(text: str) -> None:
+    assert reach(text) == Reach()
+
+
+@pytest.mark.parametrize(("text", "what"), LOOKUPS.values(), ids=LOOKUPS.keys())
+def test_names_looked_up_at_run_time_hold_back_checks_but_refuse_nothing(
+    text: str, what: str
+) -> None:
+    found = reach(text)
+    assert found.refused == ()
+    assert any(what in use for use in found.lookups), found
 
 
 @pytest.mark.parametrize(("text", "what"), REACHING.values(), ids=REACHING.keys())
