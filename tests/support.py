@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from grader.integrity import reaching_uses
+
 COURSE_ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT_DIR = COURSE_ROOT / "assignments" / "pytorch_basics"
 SOLUTIONS_DIR = COURSE_ROOT / "solutions" / "pytorch_basics"
@@ -27,6 +29,49 @@ PART_FILES = (
     "dataloader_training.py",
     "device_benchmark.py",
 )
+
+
+# A case's code run so that the harness's integrity rule (grader/integrity.py), which reads
+# source, does not see it: `compile` and `exec` reached through a method's own `self` (which
+# the rule allows, for an nn.Module's layers) called unbound on the builtins module, the
+# source registered with linecache so that `inspect` still finds it. Cases whose attack the
+# rule would refuse at intake use it, so that the defences behind the rule (servers per part,
+# probes out of sys.modules, run-time checks, result decoding) are what they meet. Only files
+# the rule refuses are run so: the imports of code run from a string are not seen, so a job
+# could not import the submission files they name.
+EVADING_WRAPPER = """
+import linecache as _linecache
+
+
+class _Reach:
+    def get(self, name):
+        return getattr(self, name)
+
+
+_hostile_source = {source!r}
+_hostile_name = "<hostile {name}>"
+_linecache.cache[_hostile_name] = (
+    len(_hostile_source), None, _hostile_source.splitlines(True), _hostile_name
+)
+_hostile_builtins = _Reach.get(print, "__se" + "lf__")
+_Reach.get(_hostile_builtins, "ex" + "ec")(
+    _Reach.get(_hostile_builtins, "comp" + "ile")(_hostile_source, _hostile_name, "exec")
+)
+"""
+
+
+def refused_by_the_integrity_rule(text: str) -> bool:
+    """Whether the harness's integrity rule refuses `text` on its own."""
+    try:
+        code = compile(text, "case", "exec", dont_inherit=True)
+        return bool(reaching_uses(text, code).refused)
+    except SyntaxError:
+        return False
+
+
+def evading_the_integrity_rule(source: str, name: str) -> str:
+    """`source` as code that runs it past the integrity rule (`EVADING_WRAPPER`)."""
+    return EVADING_WRAPPER.format(source=source, name=name)
 
 
 def run_grader_cli(

@@ -1,10 +1,11 @@
 """The hostile-submission suite: every attack in tests/hostile/ graded end to end through `grade`.
 
 Like the hostile program suites of contest judges, each folder in tests/hostile/ is one
-attack, named after it, holding only what differs from the reference solution
-(solutions/pytorch_basics/*.py) and an `expected.toml`:
+attack, named after it, holding only what differs from the reference solution of the
+assignment it attacks (solutions/<assignment>/*.py) and an `expected.toml`:
 
     attack = "what the submission tries"
+    assignment = "pytorch_graphs"  # the assignment attacked (default: pytorch_basics)
     max_seconds = 90             # the whole `grade` must finish within this (default 60), plus
                                  # SLACK_PER_BASELINE times the reference's own grading time
     [scores]                     # expected part scores; parts not listed get full marks
@@ -14,6 +15,7 @@ attack, named after it, holding only what differs from the reference solution
     recheck_after_s = 2.0        # read the outputs again this much later (late forgeries)
     unchanged = ["grader/plugin.py"]   # course files that must keep their content
     known_hole = "why"           # expected to fail (strict xfail): a hole outside the sandbox
+    evade_integrity_rule = true  # run the case's refused .py code past the rule (tests/support.py)
 
 Files are used as they are, except `<name>.prepend.py` and `<name>.append.py`, whose code
 is put before (right after `from __future__ import annotations`) or after the reference's
@@ -32,15 +34,14 @@ no file owned by that uid anywhere we look; the canary untouched; report.json va
 adding up; a secret in the grader's environment nowhere in the outputs; no test that
 failed for an internal reason; feedback within a size bound.
 
-All cases, and the unmodified reference, are graded by one `python -m grader batch`, as
-staff grade a class: two warm workers (this is a 2-core machine), each grading its cases
-one after another with one `import torch`, with a short per-test time limit
-(GRADER_TEST_TIMEOUT_S). So every attack also runs in a worker that graded other
+The cases of each assignment, and its unmodified reference, are graded by one `python -m
+grader batch`, as staff grade a class: two warm workers (this is a 2-core machine), each
+grading its cases one after another with one `import torch`, with a short per-test time
+limit (GRADER_TEST_TIMEOUT_S). So every attack also runs in a worker that graded other
 submissions before it and grades others after it. The same attacks go through `grade`, one
 process each, in the Gradescope container (docker/container_test.py). The time bound is a
-bound on what an attack adds to the reference's grading time in the same batch, so it
-grows with how long honest grading takes on the machine right now
-(a loaded CI machine is slower).
+bound on what an attack adds to the reference's grading time in the same batch, so it grows
+with how long honest grading takes on the machine right now (a loaded CI machine is slower).
 """
 
 from __future__ import annotations
@@ -66,12 +67,21 @@ from typing import Any
 
 import pytest
 
+from grader.assignment import load_assignment
 from grader.sandbox.identity import SANDBOX_UID_BASE, live_processes_of
 from grader.scratch import scratch_folder
 from tests.deep_folders import files_under, remove_tree
-from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, grade_to_report, run_grader_cli
+from tests.support import (
+    COURSE_ROOT,
+    SOLUTIONS_DIR,
+    evading_the_integrity_rule,
+    grade_to_report,
+    refused_by_the_integrity_rule,
+    run_grader_cli,
+)
 
-# Every hostile case attacks the first assignment; naming it keeps the cases about attacks.
+# The assignment a case attacks unless its expected.toml names another: the first one, whose
+# parts the harness's protections were first built against.
 ASSIGNMENT = SOLUTIONS_DIR.name
 
 if sys.version_info >= (3, 11):
@@ -80,14 +90,21 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 HOSTILE_DIR = Path(__file__).parent / "hostile"
-PART_POINTS = {
-    "manual_backprop": 20.0,
-    "autograd_loop": 15.0,
-    "custom_sigmoid": 20.0,
-    "two_layer_net": 20.0,
-    "dataloader_training": 15.0,
-    "device_benchmark": 10.0,
-}
+
+
+def part_points(assignment: str) -> dict[str, float]:
+    """Each part's points, as the assignment's manifest gives them."""
+    parts = load_assignment(assignment, root=COURSE_ROOT / "assignments").parts
+    return {part.id: float(part.points) for part in parts}
+
+
+def part_files(assignment: str) -> list[str]:
+    return [
+        part.file for part in load_assignment(assignment, root=COURSE_ROOT / "assignments").parts
+    ]
+
+
+PART_POINTS = part_points(ASSIGNMENT)
 WORKERS = 2
 # The whole batch: about 65 cases, two at a time.
 BATCH_TIMEOUT_S = 1800
@@ -121,8 +138,12 @@ class Case:
         return dict(self.expected.get("checks", {}))
 
     @property
+    def assignment(self) -> str:
+        return str(self.expected.get("assignment", ASSIGNMENT))
+
+    @property
     def scores(self) -> dict[str, float]:
-        scores = dict(PART_POINTS)
+        scores = part_points(self.assignment)
         scores.update({part: float(v) for part, v in self.expected.get("scores", {}).items()})
         return scores
 
@@ -154,15 +175,20 @@ def load_cases() -> list[Case]:
     cases = []
     for folder in sorted(p for p in HOSTILE_DIR.iterdir() if p.is_dir()):
         expected = tomllib.loads((folder / "expected.toml").read_text(encoding="utf-8"))
-        unknown = set(expected.get("scores", {})) - set(PART_POINTS)
+        case = Case(folder.name, folder, expected)
+        unknown = set(expected.get("scores", {})) - set(part_points(case.assignment))
         assert not unknown, f"{folder.name}/expected.toml names unknown parts {unknown}"
-        cases.append(Case(folder.name, folder, expected))
+        cases.append(case)
     return cases
 
 
 CASES = {case.name: case for case in load_cases()}
-# The reference graded with no attack, to measure honest grading on this machine, now.
-BASELINE = "no-attack-baseline"
+
+
+def baseline_name(assignment: str) -> str:
+    """The case of `assignment`'s unmodified reference, graded in the same batch as its
+    attacks, to measure honest grading on this machine, now."""
+    return f"no-attack-baseline-{assignment}"
 
 
 class Listener:
@@ -198,10 +224,6 @@ class Listener:
         self.socket.close()
 
 
-def _reference_source(name: str) -> str:
-    return (SOLUTIONS_DIR / name).read_text(encoding="utf-8")
-
-
 def _splice(reference: str, prepend: str = "", append: str = "") -> str:
     """Put `prepend` right after the reference's __future__ import, and `append` at its end."""
     marker = "from __future__ import annotations\n"
@@ -215,8 +237,9 @@ def build_submission(case: Case, work: Path, replacements: dict[str, str]) -> Pa
     """The case's submission: the reference with the case's files laid over it."""
     folder = work / "submission"
     folder.mkdir()
-    for name in PART_FILES:
-        shutil.copy(SOLUTIONS_DIR / name, folder / name)
+    solutions = COURSE_ROOT / "solutions" / case.assignment
+    for name in part_files(case.assignment):
+        shutil.copy(solutions / name, folder / name)
     for path in sorted(case.folder.rglob("*")):
         relative = path.relative_to(case.folder)
         if (
@@ -235,6 +258,8 @@ def build_submission(case: Case, work: Path, replacements: dict[str, str]) -> Pa
             continue
         for key, value in replacements.items():
             text = text.replace(key, value)
+        if case.checks.get("evade_integrity_rule") and refused_by_the_integrity_rule(text):
+            text = evading_the_integrity_rule(text, path.name)
         for kind in ("prepend", "append"):
             suffix = f".{kind}.py"
             if path.name.endswith(suffix):
@@ -349,7 +374,7 @@ class BatchRun:
 
 
 def run_batch(
-    batch_dir: Path, out_dir: Path, secret: str, environment: dict[str, str]
+    assignment: str, batch_dir: Path, out_dir: Path, secret: str, environment: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
     """Grade every prepared case with one `batch`, as staff grade a class: warm workers."""
     env = dict(
@@ -360,7 +385,7 @@ def run_batch(
         GRADER_HOSTILE_SECRET=secret,
     )
     return run_grader_cli(
-        *("batch", batch_dir, "--out", out_dir, "-a", ASSIGNMENT, "--seed", "12345"),
+        *("batch", batch_dir, "--out", out_dir, "-a", assignment, "--seed", "12345"),
         *("--device", "cpu", "--no-similarity", "--workers", str(WORKERS)),
         timeout=BATCH_TIMEOUT_S,
         environment=env,
@@ -410,29 +435,36 @@ def observe_case(prepared: Prepared, batch: BatchRun, secret: str) -> Outcome:
 def hostile_runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Future[Outcome]]]:
-    """Every selected case, and the unmodified reference, graded by one `batch` in the
-    background; each test then waits for its own outcome."""
+    """Every selected case, with the unmodified reference of its assignment, graded by one
+    `batch` per assignment in the background; each test then waits for its own outcome."""
     names = [
         str(item.callspec.params["case"])
         for item in request.session.items
         if isinstance(item, pytest.Function) and item.originalname == "test_hostile_case"
     ]
     no_changes = tmp_path_factory.mktemp("no-changes")  # a case folder with nothing in it
-    cases = [Case(BASELINE, no_changes, {}), *(CASES[name] for name in names)]
-    root = tmp_path_factory.mktemp("hostile-batch")
-    batch_dir, out_dir = root / "submissions", root / "out"
-    batch_dir.mkdir()
-    prepared = [
-        prepare_case(case, tmp_path_factory.mktemp(case.name), batch_dir, out_dir / "reports")
-        for case in cases
-    ]
+    by_assignment: dict[str, list[Case]] = {}
+    for name in names:
+        by_assignment.setdefault(CASES[name].assignment, []).append(CASES[name])
     # Read here, in pytest's thread: pytest sets and unsets PYTEST_CURRENT_TEST while the
     # cases run, and iterating os.environ from another thread then fails.
     environment = grading_environment()
     secret = secrets.token_hex(16)
+    batches: list[tuple[str, Path, list[Prepared]]] = []
+    for assignment, attacks in by_assignment.items():
+        baseline = Case(baseline_name(assignment), no_changes, {"assignment": assignment})
+        root = tmp_path_factory.mktemp(f"hostile-batch-{assignment}")
+        batch_dir, out_dir = root / "submissions", root / "out"
+        batch_dir.mkdir()
+        prepared = [
+            prepare_case(case, tmp_path_factory.mktemp(case.name), batch_dir, out_dir / "reports")
+            for case in (baseline, *attacks)
+        ]
+        batches.append((assignment, root, prepared))
 
-    def grade_all() -> BatchRun:
-        process = run_batch(batch_dir, out_dir, secret, environment)
+    def grade_all(assignment: str, root: Path) -> BatchRun:
+        batch_dir, out_dir = root / "submissions", root / "out"
+        process = run_batch(assignment, batch_dir, out_dir, secret, environment)
         uids = sorted(_sandbox_uids(out_dir / "reports"))
         roots = [(COURSE_ROOT, 50), (root, 50), (Path("/tmp"), 3)]
         roots += [(Path(p), 3) for p in ("/var/tmp", "/dev/shm") if Path(p).is_dir()]
@@ -446,15 +478,23 @@ def hostile_runs(
     def outcome(batch: Future[BatchRun], case: Prepared) -> Outcome:
         return observe_case(case, batch.result(), secret)
 
+    # One batch at a time: each uses both cores with its two workers.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        batch = pool.submit(grade_all)
+        runs = {
+            assignment: pool.submit(grade_all, assignment, root) for assignment, root, _ in batches
+        }
         with ThreadPoolExecutor(max_workers=1) as observers:
-            yield {case.case.name: observers.submit(outcome, batch, case) for case in prepared}
-    for case in prepared:
-        if case.listener:
-            case.listener.close()
-        shutil.rmtree(case.exposed, ignore_errors=True)
-    remove_tree(root)  # a case may nest folders deeper than shutil.rmtree can recurse
+            yield {
+                case.case.name: observers.submit(outcome, runs[assignment], case)
+                for assignment, _, prepared in batches
+                for case in prepared
+            }
+    for _, root, prepared in batches:
+        for case in prepared:
+            if case.listener:
+                case.listener.close()
+            shutil.rmtree(case.exposed, ignore_errors=True)
+        remove_tree(root)  # a case may nest folders deeper than shutil.rmtree can recurse
 
 
 def _sandbox_uids(reports_dir: Path) -> set[int]:
@@ -494,8 +534,8 @@ def test_hostile_case(case: str, hostile_runs: dict[str, Future[Outcome]]) -> No
     assert report["grader_error"] is None, report["grader_error"]
     scores = {part: entry["score"] for part, entry in report["parts"].items()}
     assert scores == pytest.approx(spec.scores, abs=1e-3), described
-    baseline = hostile_runs[BASELINE].result()
-    assert baseline.report["score"] == pytest.approx(sum(PART_POINTS.values()))
+    baseline = hostile_runs[baseline_name(spec.assignment)].result()
+    assert baseline.report["score"] == pytest.approx(sum(part_points(spec.assignment).values()))
     limit = float(spec.expected.get("max_seconds", DEFAULT_MAX_SECONDS))
     limit += SLACK_PER_BASELINE * baseline.seconds
     assert outcome.seconds <= limit, (

@@ -19,7 +19,7 @@ import pytest
 from grader.report import report_dict
 from grader.workers.process import GradingWorker
 from grader.workers.protocol import WorkerConfig
-from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR
+from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, evading_the_integrity_rule
 
 VICTIM_PREPEND = """
 SECRET = "VICTIM-CANARY-{token}"
@@ -104,7 +104,9 @@ def test_a_submission_finds_nothing_of_the_one_graded_before_it(tmp_path: Path) 
     with (victim / "custom_sigmoid.py").open("a") as handle:
         handle.write("\n\ndef sigmoid(x):  # noqa: F811\n    leak_in_an_exception()\n")
     with (thief / "custom_sigmoid.py").open("a") as handle:
-        handle.write(THIEF_APPEND)
+        # Past the harness's integrity rule, which refuses this code at intake: the test is
+        # about what the process could find if it ran.
+        handle.write(evading_the_integrity_rule(THIEF_APPEND, "thief"))
 
     worker = GradingWorker(WorkerConfig("pytorch_basics", str(COURSE_ROOT), "cpu", 12345))
     try:
