@@ -13,7 +13,7 @@ INSTALL_LOCKS := for lock in $(LOCKS); do $(PY) -m pip install --quiet \
 # The assignment the docker targets build and grade (make docker-test ASSIGNMENT=x).
 ASSIGNMENT ?= pytorch_basics
 
-.PHONY: run test lint typecheck validate unit bench clean lock
+.PHONY: run test lint typecheck validate unit bench gpu-check clean lock
 
 $(VENV)/.runtime: pyproject.toml constraints.txt $(LOCKS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -82,6 +82,10 @@ bench: $(VENV)/.dev
 	else \
 		echo "bench_container.py not run: no Docker engine or no image (make docker builds it)"; \
 	fi
+
+# The CUDA path end to end, on a machine with a GPU (bench/gpu_check.sh says what it runs).
+gpu-check: $(VENV)/.dev
+	PYTHON=$(PY) bash bench/gpu_check.sh
 
 clean:
 	rm -rf $(VENV) out .mypy_cache .ruff_cache .pytest_cache

@@ -90,7 +90,10 @@ def configure_trusted_process(threads: int) -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     weight = torch.nn.Parameter(torch.ones(1))
-    weight.sum().backward()  # type: ignore[no-untyped-call]
+    # A gradient set by hand, not by a backward pass: where torch sees a GPU, the first
+    # backward starts autograd's device threads, and no process forked after that (the
+    # sandbox's zygote, forked from this one) can run autograd again.
+    weight.grad = torch.ones_like(weight)
     torch.optim.SGD([weight], lr=0.1).step()
     # Exempt what is loaded by now (torch, pytest) from garbage collection: every collection
     # during grading then walks only what grading itself creates. (A worker turned

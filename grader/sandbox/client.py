@@ -37,7 +37,7 @@ from grader.errors import ConfigError
 from grader.jsonlines import JsonLines
 from grader.sandbox.feedback import CPU_GRACE_S, interpret, read_capped
 from grader.sandbox.identity import SandboxIdentity, claim_identity, kill_uid, remove_files_of
-from grader.sandbox.protocol import MAX_OPEN_FILES, Config, Job, SubmissionRequest
+from grader.sandbox.protocol import EXIT_SETUP, MAX_OPEN_FILES, Config, Job, SubmissionRequest
 from grader.sandbox.settings import PROTECTION_NAMES, SandboxSettings
 from grader.source_check import import_closure
 
@@ -85,6 +85,14 @@ def _scrubbed_environment(settings: SandboxSettings, home: Path) -> dict[str, st
     if "CUDA_VISIBLE_DEVICES" in os.environ:
         env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
     return env
+
+
+def _started(progress: Path) -> bool:
+    """Whether the student process got as far as starting the student's code."""
+    try:
+        return progress.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _restrict(path: Path) -> None:
@@ -532,6 +540,7 @@ class Sandbox:
         self, job: PendingJob, exited: dict[str, Any] | None, *, backstop: bool, elapsed: float
     ) -> Any:
         summary = None if backstop else self._summary(exited)
+        self._refuse_setup_failure(job, summary)
         return interpret(
             summary,
             job_dir=job.job_dir,
@@ -539,6 +548,19 @@ class Sandbox:
             limits=replace(self.settings.limits, timeout_s=job.timeout_s),
             elapsed=elapsed,
         )
+
+    def _refuse_setup_failure(self, job: PendingJob, summary: dict[str, Any] | None) -> None:
+        """A job that ended with the set-up's status before the student's code could start
+        (isolation, limits, CUDA's set-up failed) is the grader's failure: a SandboxError with
+        the server's log, never the student's exit."""
+        status = summary.get("status") if summary else None
+        if type(status) is not int or not os.WIFEXITED(status):
+            return
+        if os.WEXITSTATUS(status) == EXIT_SETUP and not _started(job.job_dir / "progress"):
+            log_tail = read_capped(self.workdir / "server.log", 4000)
+            raise SandboxError(
+                "the student process failed to set up; the server's log ends:\n" + log_tail
+            )
 
     # -- plumbing ---------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.assignment import Limits
-from grader.sandbox.protocol import EXIT_RAISED, EXIT_UNREPORTABLE
+from grader.sandbox.protocol import EXIT_RAISED, EXIT_UNREPORTABLE, IMPORTED
 from grader.sandbox.wire import decode_result, short_message
 
 MAX_ERROR_BYTES = 64 * 1024
@@ -102,7 +102,7 @@ def interpret(
         stdout=read_capped(job_dir / "stdout.txt", limit + 200),
         stderr=read_capped(job_dir / "stderr.txt", limit + 200),
     )
-    imported = _size(job_dir / "progress") > 0
+    imported = IMPORTED in _read_small(job_dir / "progress")
     file_name = f"{module}.py"
     if summary is None or summary.get("timed_out"):
         where = "running your code" if imported else f"importing {file_name}"
@@ -187,6 +187,15 @@ def _student_exception(
         output=output,
         at_import=phase == "import",
     )
+
+
+def _read_small(path: Path, limit: int = 64) -> bytes:
+    """The first `limit` bytes of a file the server wrote, or b"" where there is none."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(limit)
+    except OSError:
+        return b""
 
 
 def _size(path: Path) -> int:

@@ -58,6 +58,10 @@ WIRE_DTYPES = frozenset(
 # Exit statuses of the student process that carry meaning (anything else is the student's):
 # it raised (error.json says what), its error could not even be written, its setup failed.
 EXIT_RAISED, EXIT_UNREPORTABLE, EXIT_SETUP = 2, 3, 4
+# What the student process writes to its progress file: once its set-up is done and the
+# student's code may start (its module's top level), then once that module is imported. An
+# EXIT_SETUP with neither is the set-up's failure, the grader's; after them it is the student's.
+STARTED, IMPORTED = b"started\n", b"imported\n"
 # RLIMIT_NOFILE of the student process.
 MAX_OPEN_FILES = 256
 # The protections the start-up probe looks for; every later job must get all that it found.

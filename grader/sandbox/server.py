@@ -163,6 +163,7 @@ EXIT_RAISED, EXIT_UNREPORTABLE, EXIT_SETUP = (
     protocol.EXIT_UNREPORTABLE,
     protocol.EXIT_SETUP,
 )
+STARTED, IMPORTED = protocol.STARTED, protocol.IMPORTED
 MAX_OPEN_FILES = protocol.MAX_OPEN_FILES
 PROBED = protocol.PROBED
 WIRE_VERSION, WIRE_DTYPES = protocol.WIRE_VERSION, protocol.WIRE_DTYPES
@@ -892,9 +893,12 @@ def _run_student(
         # iteration touches every module's reference count, 5 ms of copied pages a job.)
         sys.modules.pop("probes", None)
         module = None
+        # From here on the student's code may run (its module's top level): an exit before
+        # this line is the set-up's, never the student's.
+        os.write(PROGRESS_FD, STARTED)
         if job.get("import_student", True):
             module = _load_module(module_name, os.path.join(submission_dir, student_file))
-        os.write(PROGRESS_FD, b"imported\n")
+        os.write(PROGRESS_FD, IMPORTED)
         phase = "run"
         result = probe(module, **kwargs)
         phase = "output"
@@ -1210,17 +1214,20 @@ def _freeze_heap() -> None:
 
 def _warm_up(torch: Any) -> None:
     """Pay torch's lazy imports once here, not in every forked child."""
+    import torch.autograd.gradcheck  # the module, without running it
     import torch.utils.data as data
 
+    # No backward pass, here or anywhere before this process forks: where torch sees a GPU,
+    # the first one starts autograd's device threads, and no process forked after that (the
+    # servers, the student's jobs) can run autograd ("autograd's threading in combination
+    # with fork-based multiprocessing"). The gradient is set by hand.
     weight = torch.nn.Parameter(torch.ones(2))
+    weight.grad = torch.ones_like(weight)
     optimizer = torch.optim.SGD([weight], lr=0.1)
-    (weight * 2).sum().backward()
     optimizer.step()  # the first step imports torch._dynamo, hundreds of modules
     torch.optim.Adam([weight], lr=0.1).step()
     torch.nn.functional.mse_loss(torch.zeros(2), torch.ones(2))
     list(data.DataLoader(data.TensorDataset(torch.zeros(4, 1)), batch_size=2, shuffle=True))
-    x = torch.zeros(2, dtype=torch.float64, requires_grad=True)
-    torch.autograd.gradcheck(lambda t: t * 2, (x,))
     # Every job encodes its result; the first tensor.numpy() in a process pays for set-up.
     _encode_result({"tensor": torch.zeros(2), "pair": (1, 2.0)}, torch)
 

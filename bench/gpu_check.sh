@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The GPU check: the CUDA path end to end, on a machine with a CUDA GPU (`make gpu-check`).
+#
+#   PYTHON=python3 OUT=out/gpu-check bash bench/gpu_check.sh
+#
+# Each step is bounded and runs whatever the one before it did; everything goes to
+# $OUT/gpu-check.log, and each reference's report.json beside it. Steps, most telling first:
+# the card and its matmul TFLOP/s (fp32 without TF32, TF32, fp16, bf16: device_benchmark's
+# plausibility bounds are checked against these), each assignment's reference graded with
+# --device cuda (full marks expected), tests/test_gpu.py (stubs 0, a device-unaware
+# submission's hint, an unsynchronised timing, CUDA errors costing one test, the memory
+# watchdog), and bench/bench_grade.py --device cuda (grade against the floor on the GPU).
+set -u
+PY=${PYTHON:-python3}
+OUT=${OUT:-out/gpu-check}
+mkdir -p "$OUT"
+LOG="$OUT/gpu-check.log"
+export PYTHONUNBUFFERED=1
+# A longer per-test limit than the manifests' for a first CUDA initialisation in each test.
+export GRADER_TEST_TIMEOUT_S=${GRADER_TEST_TIMEOUT_S:-120}
+
+step() {  # step SECONDS NAME COMMAND...: run bounded, log its output and exit status
+    local seconds=$1 name=$2
+    shift 2
+    echo "=== $name (at most ${seconds} s)" | tee -a "$LOG"
+    local started=$SECONDS
+    timeout --kill-after=10 "$seconds" "$@" >>"$LOG" 2>&1
+    local status=$?
+    echo "=== $name: exit $status after $((SECONDS - started)) s" | tee -a "$LOG"
+}
+
+: >"$LOG"
+step 60 "the card and its matmul TFLOP/s" "$PY" - <<'PY'
+import time
+import torch
+
+print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())
+if torch.cuda.is_available():
+    print("device", torch.cuda.get_device_name(0))
+    n = 8192
+    for label, dtype, tf32 in [
+        ("fp32, TF32 off", torch.float32, False),
+        ("fp32, TF32 on", torch.float32, True),
+        ("fp16", torch.float16, False),
+        ("bf16", torch.bfloat16, False),
+    ]:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        a = torch.randn(n, n, device="cuda", dtype=dtype)
+        b = torch.randn(n, n, device="cuda", dtype=dtype)
+        for _ in range(3):
+            a @ b
+        torch.cuda.synchronize()
+        repeats = 20
+        started = time.perf_counter()
+        for _ in range(repeats):
+            a @ b
+        torch.cuda.synchronize()
+        seconds = (time.perf_counter() - started) / repeats
+        print(f"matmul {n}: {label}: {2 * n**3 / seconds / 1e12:.1f} TFLOP/s")
+PY
+for assignment in ${GPU_CHECK_ASSIGNMENTS:-pytorch_basics pytorch_losses pytorch_training pytorch_graphs}; do
+    step "${GPU_CHECK_GRADE_S:-150}" "grade the $assignment reference on cuda" \
+        "$PY" -m grader grade "solutions/$assignment" -a "$assignment" --device cuda --seed 1 \
+        --report "$OUT/$assignment-report.json"
+done
+step "${GPU_CHECK_TESTS_S:-240}" "tests/test_gpu.py" \
+    "$PY" -m pytest tests/test_gpu.py -v -p no:cacheprovider -o addopts=""
+step "${GPU_CHECK_BENCH_S:-120}" "bench_grade.py --device cuda" \
+    "$PY" bench/bench_grade.py --device cuda --repeats 1
+grep "^=== .*: exit" "$LOG"
