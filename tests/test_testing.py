@@ -183,3 +183,17 @@ def test_numpy_float_scalars_count_as_floats() -> None:
     import numpy as np
 
     assert {type(np.float32(1)).__name__, type(np.float64(1)).__name__} <= FLOAT_TYPE_NAMES
+
+
+def test_a_float32_sum_in_another_order_passes_and_a_real_error_does_not() -> None:
+    """Entries of a matmul's gradient that cancel to near zero carry the rounding of the
+    large terms they sum: a result computed in float64 and rounded once must pass."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(37, 53, generator=generator, dtype=torch.float64) * 10
+    y = torch.randn(37, 29, generator=generator, dtype=torch.float64) * 10
+    want = x.float().T @ y.float()
+    rounded_once = (x.T @ y).float()
+    assert not torch.allclose(rounded_once, want, rtol=1.3e-5, atol=1e-5)  # the fixed atol fails
+    assert_tensor_close(rounded_once, want, what="grad_w1")
+    with pytest.raises(AssertionError, match="grad_w1 differs from the reference"):
+        assert_tensor_close(rounded_once * 1.001, want, what="grad_w1")
