@@ -663,3 +663,35 @@ def test_a_rerun_after_a_fix_regrades_only_the_affected_and_diffs_them(
     assert rows[1]["parts changed"] == "manual_backprop: 20 -> 9"
     assert "regraded w1_a: 80 -> 69 (-11) [manual_backprop 20 -> 9]" in result.stdout
     assert "regraded relu_a" not in result.stdout
+
+
+@pytest.mark.slow
+def test_a_notebook_student_s_page_links_their_notebook_rendered_inert(tmp_path: Path) -> None:
+    """Staff see what a notebook student saw, with nothing in it that runs."""
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    notebook = json.loads(
+        (COURSE_ROOT / "assignments" / "pytorch_losses" / "walkthrough.ipynb").read_text()
+    )
+    notebook["cells"].append(
+        {
+            "cell_type": "markdown",
+            "metadata": {},
+            "source": "<img src=x onerror=alert(1)> <a href='javascript:alert(2)'>link</a>",
+        }
+    )
+    (submissions / "alice.ipynb").write_text(json.dumps(notebook))
+    shutil.copytree(COURSE_ROOT / "solutions" / "pytorch_losses", submissions / "bob")
+    out = tmp_path / "out"
+    process = run_grader_cli(
+        *("batch", submissions, "-a", "pytorch_losses", "--out", out, "--workers", "1"),
+        "--no-similarity",
+        timeout=600,
+    )
+    assert process.returncode == 0, process.stdout + process.stderr
+    page = (out / "students" / "alice.notebook.html").read_text()
+    assert "Content-Security-Policy" in page
+    assert "onerror" not in page and "javascript:" not in page
+    assert "alice.notebook.html" in (out / "students" / "alice.html").read_text()
+    assert not (out / "students" / "bob.notebook.html").exists()
+    assert "notebook.html" not in (out / "students" / "bob.html").read_text()

@@ -46,6 +46,12 @@ def student_file(key: str) -> str:
     return f"{STUDENTS_DIR}/{key}.html"
 
 
+def notebook_file(key: str) -> str:
+    """The page of the notebook a student submitted, beside their page (relative to
+    summary.html)."""
+    return f"{STUDENTS_DIR}/{key}.notebook.html"
+
+
 def student_href(key: str) -> str:
     """The link to `student_file(key)`: a key may hold spaces, `#`, `%` or `?`."""
     return quote(student_file(key), safe="/")

@@ -49,7 +49,7 @@ from grader.batch.resume import (
     report_path,
 )
 from grader.batch.stats import summarize
-from grader.batch.summary import write_summary
+from grader.batch.summary import write_notebook_pages, write_summary
 from grader.bounded import RememberedOutcomes, remembering
 from grader.course import PACKAGE_ROOT
 from grader.errors import UsageError
@@ -250,6 +250,12 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
                 recorder.changes,
                 late if assignment.policy.late is not None else None,
             )
+    if assignment.notebook and start.todo:
+        # Staff see what a notebook student saw: the pages of the submissions graded now
+        # (a report that stands keeps the page written with it).
+        graded_now = [(item.key, item.path) for item in start.todo]
+        for key, note in write_notebook_pages(graded_now, assignment.notebook, out_dir).items():
+            console.print(Text(f"notebook page of {key}: {note}"))
     with remembering(remembered):
         pairs, note = _similarity(items, assignment, out_dir, enabled=options.similarity)
     remembered.save(out_dir / BOUNDED_FAILURES_FILE)

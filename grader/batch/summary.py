@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from urllib.parse import quote
 
 from rich.console import Console
 from rich.table import Table
@@ -19,6 +20,7 @@ from grader.batch.pages import (
     Cell,
     Link,
     html_table,
+    notebook_file,
     page_html,
     student_file,
     student_href,
@@ -100,6 +102,22 @@ def _number_cell(column: str, value: str) -> str:
         return points(float(value))
     except ValueError:
         return value
+
+
+def write_notebook_pages(
+    submissions: Sequence[tuple[str, Path]], notebook_name: str, out_dir: Path
+) -> dict[str, str]:
+    """The page of each submission's notebook (key, path), beside its student page; a note
+    per key for what was cut or why its notebook could not be shown. Pages of submissions
+    without a notebook are removed, so a regraded student's old notebook never stays."""
+    from grader.notebook.page import write_notebook_pages as render
+
+    (out_dir / STUDENTS_DIR).mkdir(parents=True, exist_ok=True)
+    pages = {key: out_dir / notebook_file(key) for key, _ in submissions}
+    for page in pages.values():
+        page.unlink(missing_ok=True)
+    notes = render([(path, pages[key]) for key, path in submissions], notebook_name)
+    return {key: note for key, page in pages.items() if (note := notes[page])}
 
 
 def summary_html(
@@ -258,8 +276,9 @@ def _percent(rate: float) -> str:
     return f"{rate * 100:.0f}%"
 
 
-def student_html(key: str, student: str, report: Report | None) -> str:
-    """A staff page with one submission's full feedback: every test, its message and output."""
+def student_html(key: str, student: str, report: Report | None, *, notebook: bool = False) -> str:
+    """A staff page with one submission's full feedback: every test, its message and output,
+    and a link to the submitted notebook's page where `notebook` (`notebook_file`)."""
     title = f"{student} ({key})" if student != key else key
     if report is None:
         return page_html(
@@ -276,8 +295,11 @@ def student_html(key: str, student: str, report: Report | None) -> str:
     )
     tests = "".join(_test_html(test) for test in result.tests)
     error = result.grader_error
+    link = quote(PurePosixPath(notebook_file(key)).name)
     body = (
-        "<p><a href='../summary.html'>back to the summary</a></p>"
+        "<p><a href='../summary.html'>back to the summary</a>"
+        + (f" · <a href='{link}'>the submitted notebook</a>" if notebook else "")
+        + "</p>"
         f"<p>Score {points(result.score)} of {points(result.max_score)} · seed {result.seed}</p>"
         + (f"<p class=fail>Grader error:</p><pre>{html.escape(error)}</pre>" if error else "")
         + f"<h2>Parts</h2>{parts_table}<h2>Tests</h2>{tests}"
@@ -354,7 +376,8 @@ def write_summary(
 ) -> None:
     """summary.json, summary.html and one page per student (key, name, report) in `out_dir`.
 
-    `students` is in the gradebook's row order, so row i links to student i's page.
+    `students` is in the gradebook's row order, so row i links to student i's page, which
+    links the student's notebook page where one was written (`write_notebook_pages`).
     `gradebook_warnings` are what staff should check before importing the gradebook.
     """
     write_json_atomic(
@@ -364,7 +387,9 @@ def write_summary(
     pages = out_dir / STUDENTS_DIR
     pages.mkdir(parents=True, exist_ok=True)
     for key, name, report in students:
-        write_text_atomic(out_dir / student_file(key), student_html(key, name, report))
+        notebook = (out_dir / notebook_file(key)).is_file()
+        page = student_html(key, name, report, notebook=notebook)
+        write_text_atomic(out_dir / student_file(key), page)
     page = summary_html(
         summary,
         gradebook,
