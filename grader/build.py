@@ -21,6 +21,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ JUNK_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 PACKAGING_FILES = ("pyproject.toml", "constraints.txt", "README.md")
 # The kit's list of what to install, written by the build (never taken from the tree).
 KIT_REQUIREMENTS = "requirements.txt"
+# A TOML table or array-of-tables header, and the dotted name inside it.
+TABLE_HEADER = re.compile(r"^\s*\[\[?([^\[\]]+)\]\]?\s*(?:#.*)?$")
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,22 @@ def starter_entries(assignment: Assignment, course_root: Path | None = None) -> 
     if readme.is_file():
         entries.append(ZipEntry("README.md", readme))
     return entries
+
+
+def kit_manifest(text: str) -> str:
+    """The manifest as the kit carries it: without the `[policy]` tables, which are staff's
+    (students' e-mails and extended due dates among them; `check` needs none of it)."""
+    kept: list[str] = []
+    in_policy = False
+    for line in text.splitlines(keepends=True):
+        header = TABLE_HEADER.match(line)
+        if header:
+            in_policy = header.group(1).strip().strip('"') == "policy" or header.group(
+                1
+            ).strip().startswith("policy.")
+        if not in_policy:
+            kept.append(line)
+    return "".join(kept)
 
 
 # -- leak checks for the starter kit ---------------------------------------------------------
@@ -278,12 +297,20 @@ def build_starter(
     locked = ensure_lock(assignment, course_root)
     requirements_name = f"assignments/{assignment.id}/{KIT_REQUIREMENTS}"
     pyproject = _first_with("pyproject.toml", course_root, PACKAGE_ROOT) / "pyproject.toml"
+    manifest_name = f"assignments/{assignment.id}/assignment.toml"
     with tempfile.TemporaryDirectory(prefix="grader-kit-") as scratch:
         requirements = Path(scratch) / KIT_REQUIREMENTS
         requirements.write_text(kit_requirements(assignment, pyproject), encoding="utf-8")
+        manifest = Path(scratch) / "assignment.toml"
+        manifest.write_text(
+            kit_manifest(assignment.directory.joinpath("assignment.toml").read_text("utf-8")),
+            encoding="utf-8",
+        )
+        replaced = (requirements_name, manifest_name)
         entries = [
-            *(e for e in starter_entries(assignment, course_root) if e.name != requirements_name),
+            *(e for e in starter_entries(assignment, course_root) if e.name not in replaced),
             ZipEntry(requirements_name, requirements),
+            ZipEntry(manifest_name, manifest),
         ]
         built = _build_zip(target, entries, prefix=f"{assignment.id}/")
     return dataclasses.replace(built, wrote=(locked,) if locked else ())

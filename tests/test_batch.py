@@ -652,8 +652,15 @@ def class_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassBatch
     base = tmp_path_factory.mktemp("class")
     root, out = base / "submissions", base / "grading-out"
     expected = build_class(root, out)
+    # A scratch root of this batch's own: a grade another test runs meanwhile sweeps the
+    # stale folders of its root, which would take the killed batch's before the resumed
+    # batch is shown to. (Traversable, as the sandbox users need.)
+    scratch_root = base / "scratch-root"
+    scratch_root.mkdir(mode=0o711)
+    scratch_root.chmod(0o711)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GRADER_TEST_TIMEOUT_S", TEST_TIMEOUT_S)
+        patch.setenv("TMPDIR", str(scratch_root))
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
         env["PYTHONPATH"] = str(COURSE_ROOT)
         first = subprocess.Popen(

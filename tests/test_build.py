@@ -15,7 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from grader.build import build_autograder, build_starter
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from grader.build import build_autograder, build_starter, kit_manifest
 from grader.errors import ConfigError
 from tests.support import ASSIGNMENT_DIR, COURSE_ROOT, SOLUTIONS_DIR
 
@@ -311,3 +316,16 @@ def test_setup_script_refuses_an_empty_source(tmp_path: Path) -> None:
     assert process.returncode == 1
     assert "unpack the autograder zip there first" in process.stderr
     assert not (tmp_path / "venv").exists()
+
+
+def test_the_kit_s_manifest_leaves_out_the_staff_s_policies() -> None:
+    """Extensions name students and their due dates: the kit carries no [policy] table."""
+    manifest = (
+        '[assignment]\nid = "x"\n\n[[parts]]\nid = "a"\nfile = "a.py"\npoints = 10\n\n'
+        '[policy]\nkeep = "best"\n\n[policy.late]\npercent = 10\nper = "day"\n\n'
+        '[policy.late.extensions]  # private\n"ada@example.edu" = 2026-03-04T23:59:00Z\n\n'
+        '[[hints]]\nmatch = ["x"]\nparts = ["a"]\ntext = "y"\n'
+    )
+    kit = kit_manifest(manifest)
+    assert "ada@example.edu" not in kit and "policy" not in kit
+    assert sorted(tomllib.loads(kit)) == ["assignment", "hints", "parts"]
