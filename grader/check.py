@@ -289,6 +289,9 @@ def _apply_gate(
             weight=test.points,
             gated=not test.reads_fixture,
             marked_gated=not test.reads_fixture,
+            # A public test runs in the student's own process: what it does not compare with
+            # a fixture, it judges there.
+            judged_in_process=not test.reads_fixture,
             skipped_for_device=test.outcome == SKIPPED,
             function=test.function or test.nodeid,
         )

@@ -53,10 +53,11 @@ REACHING_ATTRIBUTES = frozenset(
     | {"get_objects", "get_referrers", "get_referents"}
     | {"settrace", "setprofile", "_settraceallthreads", "_setprofileallthreads"}
 )
-# Attributes that look other attributes up by names given as data.
+# Attributes that look other attributes up by names given as data, or lead to a frame the
+# way honest error handling also goes (`traceback.format_exception(e, e.__traceback__)`).
 LOOKUP_ATTRIBUTES = frozenset(
     {"__dict__", "__getattribute__", "getattr_static", "attrgetter", "methodcaller"}
-    | {"get_field", "import_module"}
+    | {"get_field", "import_module", "__traceback__"}
 )
 # Builtins that run code, or read namespaces or attributes, by names given as data.
 # (`locals()` is not one: it reads the calling function's own variables, as
@@ -69,16 +70,19 @@ ATTRIBUTE_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 WRITING_BUILTINS = frozenset({"setattr", "delattr", "hasattr"})
 # Modules whose purpose is reaching frames, builtins or raw memory (`gc` is not one of them:
 # `gc.collect()` before a timing is honest; its object lists are refused by name above).
-REACHING_MODULES = frozenset({"inspect", "builtins", "ctypes", "pdb", "bdb"})
+REACHING_MODULES = frozenset({"builtins", "ctypes"})
+# Modules that reach frames, but that honest code imports too (`import pdb` left over from
+# debugging, `inspect.signature`): looked up, not refused.
+LOOKUP_MODULES = frozenset({"inspect", "pdb", "bdb", "importlib"})
 # `from m import *` binds m's functions by bare names the attribute checks never see
 # (`_getframe(1)`, `get_objects()`).
-STAR_REFUSED_MODULES = REACHING_MODULES | {"sys", "gc"}
+STAR_REFUSED_MODULES = REACHING_MODULES | LOOKUP_MODULES | {"sys", "gc"}
 # `sys.modules` finds any loaded module by name; `modules` alone is also nn.Module's method.
 SYS_ATTRIBUTES = frozenset({"modules"})
 SUSPECT_NAMES = (
     (FRAME_ATTRIBUTES | REACHING_ATTRIBUTES | LOOKUP_ATTRIBUTES | LOOKUP_BUILTINS)
     | (ATTRIBUTE_BUILTINS | SYS_ATTRIBUTES | STAR_REFUSED_MODULES)
-    | {"__builtins__", "sys", "importlib"}
+    | {"__builtins__", "sys"}
 )
 # Instructions that bind a module-level name (`__name__ = "__main__"`).
 NAME_STORES = frozenset({"STORE_NAME", "STORE_GLOBAL", "DELETE_NAME", "DELETE_GLOBAL"})
@@ -101,8 +105,8 @@ MESSAGE = (
 )
 LOOKUP_MESSAGE = (
     "not counted: {file} looks names up at run time ({uses}), and such code can reach and "
-    "rewrite the checks made inside your code's process, so this part's checks that hidden "
-    "inputs cannot verify do not count; your outputs compared with the reference still do. "
+    "rewrite the checks made inside your code's process, so this part's checks made there "
+    "do not count; your outputs compared with the reference still do. "
     "Write the names out (nn.ReLU() rather than getattr(nn, name)()) to have them counted."
 )
 REFUSED = "refused"
@@ -132,7 +136,7 @@ def reaching_uses(text: str, code: CodeType) -> Reach:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return Reach()
-    found = sorted(set(_Reader(tree).uses()))
+    found = sorted(set(_Reader(tree).uses()) | set(_folded_strings(code)))
     return Reach(
         refused=tuple(f"line {line}: {what}" for line, kind, what in found if kind == REFUSED),
         lookups=tuple(f"line {line}: {what}" for line, kind, what in found if kind == LOOKUP),
@@ -188,6 +192,18 @@ def _suspect(code: CodeType) -> bool:
             elif instruction.opname == "IMPORT_NAME":
                 imports_stdlib |= _is_stdlib(str(instruction.argval))
     return stores and imports_stdlib
+
+
+def _folded_strings(code: CodeType) -> Iterator[tuple[int, str, str]]:
+    """Strings the compiler folded from pieces ("tb_" + "frame") that name what the rule
+    refuses: the syntax tree holds only the pieces. Docstrings are prose, and skipped."""
+    for each in _code_objects(code):
+        docstring = each.co_consts[0] if each.co_consts else None
+        for constant in each.co_consts:
+            if isinstance(constant, str) and constant is not docstring:
+                named = _names_in_text(constant)
+                if named:
+                    yield each.co_firstlineno, REFUSED, f"a string naming {', '.join(named)}"
 
 
 def _code_objects(code: CodeType) -> Iterator[CodeType]:
@@ -246,6 +262,13 @@ class _Reader:
         }
         # `vars(obj)` on an object (vars(args) prints a parser's settings) reads nothing but
         # that object's attributes; with no argument, or on a module, it is refused.
+        # The attribute builtins where they are called by name; anywhere else (`read =
+        # getattr`, `partial(getattr, x)`) an alias calls them with any name.
+        self.called_builtins = {
+            id(node.func)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        }
         self.object_vars = {
             id(node.func)
             for node in ast.walk(tree)
@@ -320,6 +343,8 @@ class _Reader:
             return REFUSED, "__builtins__"
         if node.id in LOOKUP_BUILTINS and id(node) not in self.object_vars:
             return LOOKUP, f"{node.id}()"
+        if node.id == "getattr" and id(node) not in self.called_builtins:
+            return LOOKUP, "getattr passed on as a value (its alias reads any name)"
         return _NONE
 
     def _call_use(self, node: ast.Call) -> tuple[str, str]:
@@ -382,7 +407,7 @@ def _import_uses(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]
         top = module.split(".")[0]
         if top in REACHING_MODULES:
             yield REFUSED, f"import of {module}"
-        elif top == "importlib":
+        elif top in LOOKUP_MODULES:
             yield LOOKUP, f"import of {module}"
     for name in names:
         if name == "*" and modules[0].split(".")[0] in STAR_REFUSED_MODULES:

@@ -686,6 +686,8 @@ class GraderPlugin:
             counts_after=counts_after(item),
             marked_gated=marked_gated(item),
             self_reported_by_use=self_reported_by_use(item),
+            judged_in_process=bool(item.get_closest_marker("self_reported"))
+            or self_reported_by_use(item),
             skipped_for_device=self._skipped_for_device(item),
             detail=detail,
             output=output,

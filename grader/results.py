@@ -79,6 +79,10 @@ class TestResult:
     # asked for `compare`, or compared on inputs not drawn from the hidden seed), which makes
     # it exactly a self_reported test. The other tests are a part's possible gate-openers...
     self_reported_by_use: bool = False
+    # Whether its verdict is reached inside the student's process (marked self_reported, or
+    # self-reported by use): what code that looks names up at run time could rewrite, so such
+    # a part's tests of this kind never count (`grader.integrity`, scoring's `unverifiable`).
+    judged_in_process: bool = False
     # ...unless the grader skipped it for the device (`cuda_only` on CPU): it cannot pass
     # there, so it is not waited for. A skip the test itself decides still is.
     skipped_for_device: bool = False

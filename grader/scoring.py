@@ -48,8 +48,8 @@ def score_tests(
     `credit`'s share of its points, gated like any other test. (A `cuda_only` test skipped
     on a CPU grade is not waited for; a test that skipped itself is; a self-reported one,
     marked or not, never is.) In a part of `unverifiable` (part id -> why, for students: its
-    code looks names up at run time, which can rewrite checks made in its process) gated
-    tests never count.
+    code looks names up at run time, which can rewrite checks made in its process) the tests
+    judged in the student's process never count.
     """
     unverifiable = unverifiable or {}
     by_part: dict[str, list[TestResult]] = {part.id: [] for part in assignment.parts}
@@ -68,7 +68,7 @@ def score_tests(
                 scored.append(dataclasses.replace(test, score=0.0, max_score=0.0))
                 continue
             max_score = round(part.points * test.weight / total_weight, 6)
-            never = unverifiable.get(part.id, "") if test.gated else ""
+            never = unverifiable.get(part.id, "") if test.judged_in_process else ""
             earned = test.outcome == "passed" and (
                 not test.gated or (not never and _opened(test, openers, missing))
             )

@@ -57,7 +57,10 @@ REACHING = {
     "gc's object lists": ("import gc\ngc.get_objects()\n", ".get_objects"),
     "a star import of gc": ("from gc import *\nget_objects()\n", "from gc import *"),
     "a star import of sys": ("from sys import *\n_getframe(1)\n", "from sys import *"),
-    "inspect": ("import inspect\n", "import of inspect"),
+    "a name built from pieces": (
+        "import sys\ngetattr(sys, '_get' + 'frame')\n",
+        "a string naming _getframe",
+    ),
     "builtins": ("import builtins\n", "import of builtins"),
     "__builtins__": ("b = __builtins__\n", "__builtins__"),
     "a builtin's module": ("b = print.__self__\n", ".__self__"),
@@ -86,7 +89,17 @@ REACHING = {
 # Code that looks names up at run time: honest code does it too (getattr(nn, activation)),
 # so the part is not refused, but its checks hidden inputs cannot verify do not count.
 LOOKUPS = {
-    "getattr with a built name": ("import sys\ngetattr(sys, '_get' + 'frame')\n", "getattr"),
+    "getattr with a name from elsewhere": (
+        "import sys\ndef read(name):\n    return getattr(sys, name)\n",
+        "getattr",
+    ),
+    "getattr passed on as a value": (
+        "read = getattr\ndef f(x, name):\n    return read(x, name)\n",
+        "getattr passed on as a value",
+    ),
+    "inspect": ("import inspect\n", "import of inspect"),
+    "a leftover pdb": ("import pdb  # pdb.set_trace()\n", "import of pdb"),
+    "a traceback's frames": ("def f(e):\n    return e.__traceback__\n", ".__traceback__"),
     "getattr on what torch returned, by a variable name": (
         "import torch\ndef hop(a, b):\n    return getattr(getattr(torch, a), b)\n",
         "getattr",
@@ -105,7 +118,7 @@ LOOKUPS = {
         "getattr",
     ),
     "a constant name rebound": (
-        "import sys\nX = 'a'\nX = '_get' + 'frame'\ngetattr(sys, X)\n",
+        "import sys\nX = 'a'\ndef f(y):\n    global X\n    X = y\ngetattr(sys, X)\n",
         "getattr",
     ),
     "sys.modules": ("import sys as s\nm = s.modules['torch']\n", "sys.modules"),
