@@ -308,10 +308,12 @@ def _run_new(args: argparse.Namespace, console: Console) -> ExitCode:
     from grader.scaffold import scaffold_assignment
 
     try:
-        root = args.course.resolve() if args.course else find_course_root()
+        # Never the course this grader came with: a new course's first assignment goes here.
+        root = args.course.resolve() if args.course else find_course_root(package_course=False)
     except ConfigError:
         root = Path.cwd().resolve()  # the first assignment of a new course
     created = scaffold_assignment(root, args.name, title=args.title)
+    console.print(f"in {root}:", markup=False)
     for path in created:
         console.print(f"created {path.relative_to(root)}", markup=False)
     console.print(

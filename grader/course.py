@@ -51,8 +51,9 @@ def _holds_assignments(folder: Path) -> bool:
     return any((folder / "assignments").glob("*/assignment.toml"))
 
 
-def find_course_root(start: Path | None = None) -> Path:
-    """The course root: GRADER_COURSE, else the nearest course at or above `start` (cwd)."""
+def find_course_root(start: Path | None = None, *, package_course: bool = True) -> Path:
+    """The course root: GRADER_COURSE, else the nearest course at or above `start` (cwd),
+    else (with `package_course`) the course this grader came with."""
     named = os.environ.get(COURSE_ENV)
     if named:
         root = Path(named).expanduser().resolve()
@@ -66,7 +67,7 @@ def find_course_root(start: Path | None = None) -> Path:
     for folder in (here, *here.parents):
         if _holds_assignments(folder):
             return folder
-    if _holds_assignments(PACKAGE_ROOT):
+    if package_course and _holds_assignments(PACKAGE_ROOT):
         return PACKAGE_ROOT
     raise ConfigError(
         f"no course found at or above {here}: run the command inside the folder that holds "

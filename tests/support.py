@@ -53,7 +53,7 @@ _hostile_name = "<hostile {name}>"
 _linecache.cache[_hostile_name] = (
     len(_hostile_source), None, _hostile_source.splitlines(True), _hostile_name
 )
-_hostile_builtins = _Reach.get(print, "__se" + "lf__")
+_hostile_builtins = _Reach.get(print, "".join(("__se", "lf__")))
 _Reach.get(_hostile_builtins, "ex" + "ec")(
     _Reach.get(_hostile_builtins, "comp" + "ile")(_hostile_source, _hostile_name, "exec")
 )

@@ -12,7 +12,7 @@ import pytest
 
 from grader.cli import main
 from grader.scaffold import scaffold_assignment
-from tests.support import run_grader_cli
+from tests.support import COURSE_ROOT, run_grader_cli
 
 
 @pytest.fixture(scope="module")
@@ -122,3 +122,15 @@ def test_scaffold_validates_and_grades_as_created(tmp_path: Path) -> None:
     )
     assert graded.returncode == 0, graded.stderr
     assert json.loads(report.read_text())["score"] == 10
+
+
+def test_new_in_a_folder_with_no_course_starts_one_there(tmp_path: Path) -> None:
+    """Not in the course this grader came with (its checkout, where find_course_root falls
+    back for the other commands): a new TA's first assignment landed there."""
+    env = {k: v for k, v in os.environ.items() if k != "GRADER_COURSE"}
+    process = run_grader_cli("new", "vecnet", cwd=tmp_path, environment=env)
+    assert process.returncode == 0, process.stdout + process.stderr
+    assert (tmp_path / "assignments" / "vecnet" / "assignment.toml").is_file()
+    assert (tmp_path / "solutions" / "vecnet").is_dir()
+    assert str(tmp_path.resolve()) in " ".join(process.stdout.split())
+    assert not (COURSE_ROOT / "assignments" / "vecnet").exists()
