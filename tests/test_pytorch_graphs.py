@@ -237,8 +237,11 @@ class PublicRun:
     failed: dict[str, str]
 
 
-def run_public_tests(student_dir: Path, tmp_path: Path) -> PublicRun:
-    """Run the public tests on `student_dir` as a student would, from the assignment folder."""
+def run_public_tests(
+    student_dir: Path, tmp_path: Path, assignment_dir: Path = ASSIGNMENT_DIR
+) -> PublicRun:
+    """Run the public tests on `student_dir` as a student would, from the assignment folder
+    (this module's assignment's, or `assignment_dir`)."""
     junit = tmp_path / "public.xml"
     run_python(
         "-m",
@@ -248,7 +251,7 @@ def run_public_tests(student_dir: Path, tmp_path: Path) -> PublicRun:
         "-p",
         "no:cacheprovider",
         f"--junitxml={junit}",
-        cwd=ASSIGNMENT_DIR,
+        cwd=assignment_dir,
         extra_env={"GRADER_STUDENT_DIR": str(student_dir)},
         ok_exit_codes=(0, 1),
     )

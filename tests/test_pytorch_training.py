@@ -24,7 +24,6 @@ import sys
 from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
-from xml.etree import ElementTree
 
 import pytest
 import torch
@@ -41,7 +40,7 @@ from tests.support import (
     corpus_graded_in_background,
 )
 from tests.test_assignment_content import run_python
-from tests.test_pytorch_graphs import Expectation, PublicRun
+from tests.test_pytorch_graphs import Expectation, run_public_tests
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -202,7 +201,7 @@ def test_corpus_is_well_formed_with_a_bug_in_every_part() -> None:
 
 @pytest.mark.slow
 def test_public_tests_pass_on_the_reference(tmp_path: Path) -> None:
-    run = run_public_tests_here(assemble(REFERENCE, tmp_path / "reference"), tmp_path)
+    run = run_public_tests(assemble(REFERENCE, tmp_path / "reference"), tmp_path, ASSIGNMENT_DIR)
     assert not run.failed, "\n\n".join(f"{k}\n{v}" for k, v in run.failed.items())
     tested = {test_id.split("::")[0].rsplit(".", 1)[-1] for test_id in run.passed}
     assert tested == {f"test_{part_id}" for part_id in POINTS}
@@ -210,38 +209,10 @@ def test_public_tests_pass_on_the_reference(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_public_tests_fail_on_the_stubs(tmp_path: Path) -> None:
-    run = run_public_tests_here(assemble(STUBS, tmp_path / "stubs"), tmp_path)
+    run = run_public_tests(assemble(STUBS, tmp_path / "stubs"), tmp_path, ASSIGNMENT_DIR)
     assert run.passed == [] and run.failed
     not_stub = {k: v for k, v in run.failed.items() if "NotImplementedError" not in v}
     assert not not_stub, not_stub
-
-
-def run_public_tests_here(student_dir: Path, tmp_path: Path) -> PublicRun:
-    """Run the public tests on `student_dir` as a student would, from the assignment folder."""
-    junit = tmp_path / "public.xml"
-    run_python(
-        "-m",
-        "pytest",
-        "public_tests",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        f"--junitxml={junit}",
-        cwd=ASSIGNMENT_DIR,
-        extra_env={"GRADER_STUDENT_DIR": str(student_dir)},
-        ok_exit_codes=(0, 1),
-    )
-    passed, failed = [], {}
-    for case in ElementTree.parse(junit).getroot().iter("testcase"):
-        test_id = f"{case.get('classname')}::{case.get('name')}"
-        problem = next(
-            (p for p in (case.find("failure"), case.find("error")) if p is not None), None
-        )
-        if problem is not None:
-            failed[test_id] = f"{problem.get('message', '')}\n{problem.text or ''}"
-        elif case.find("skipped") is None:
-            passed.append(test_id)
-    return PublicRun(passed, failed)
 
 
 @pytest.mark.slow
