@@ -6,7 +6,8 @@
 # Each step is bounded and runs whatever the one before it did; everything goes to
 # $OUT/gpu-check.log, and each reference's report.json beside it. Steps, most telling first:
 # the card and its matmul TFLOP/s (fp32 without TF32, TF32, fp16, bf16: device_benchmark's
-# plausibility bounds are checked against these), each assignment's reference graded with
+# plausibility bounds are checked against these), one sandbox job on CUDA with what a set-up
+# failure leaves (the zygote's log, the job's stderr), each assignment's reference graded with
 # --device cuda (full marks expected), tests/test_gpu.py (stubs 0, a device-unaware
 # submission's hint, an unsynchronised timing, CUDA errors costing one test, the memory
 # watchdog), and bench/bench_grade.py --device cuda (grade against the floor on the GPU).
@@ -57,6 +58,39 @@ if torch.cuda.is_available():
         torch.cuda.synchronize()
         seconds = (time.perf_counter() - started) / repeats
         print(f"matmul {n}: {label}: {2 * n**3 / seconds / 1e12:.1f} TFLOP/s")
+PY
+step 90 "one sandbox job on cuda, with the zygote's log" "$PY" - <<'PY'
+# Where a job's set-up fails, its traceback goes to the zygote's log: grade hides that log
+# (its zygote is forked from the worker), so one job is run here with a zygote of its own.
+import tempfile
+from pathlib import Path
+
+from grader.assignment import load_assignment
+from grader.grade import GradeSettings, sandbox_settings
+from grader.sandbox.client import Sandbox
+
+assignment = load_assignment("pytorch_losses", root=Path("assignments"))
+work = Path(tempfile.mkdtemp(prefix="gpu-check-"))
+work.chmod(0o711)
+files = {p.file: Path("solutions/pytorch_losses") / p.file for p in assignment.parts}
+settings = sandbox_settings(assignment, GradeSettings(device="cuda", seed=1), "cuda")
+sandbox = Sandbox(settings, {}, work / "sandbox")
+try:
+    sandbox.start()
+    sandbox.use_submission(files, {name: ("torch",) for name in files})
+    job = sandbox.submit(
+        module="mse",
+        probe_file=Path("solutions/pytorch_losses/hidden_tests/probes.py"),
+        probe="mse_value",
+        kwargs={"seed": 1, "device": "cuda", "dtype": "float32", "shape": [3, 4]},
+    )
+    print("result:", sandbox.result(job))
+except Exception as error:
+    print("failed:", type(error).__name__, str(error)[:2000])
+finally:
+    print("--- the zygote's log:")
+    print((work / "sandbox" / "server.log").read_text(errors="replace")[-8000:])
+    sandbox.close()
 PY
 for assignment in ${GPU_CHECK_ASSIGNMENTS:-pytorch_basics pytorch_losses pytorch_training pytorch_graphs}; do
     step "${GPU_CHECK_GRADE_S:-150}" "grade the $assignment reference on cuda" \

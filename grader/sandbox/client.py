@@ -557,9 +557,14 @@ class Sandbox:
         if type(status) is not int or not os.WIFEXITED(status):
             return
         if os.WEXITSTATUS(status) == EXIT_SETUP and not _started(job.job_dir / "progress"):
+            # Its own traceback went to its stderr (redirected to the job's file by then) or,
+            # earlier in its set-up, to the server's log: no student code had run to write
+            # either.
             log_tail = read_capped(self.workdir / "server.log", 4000)
+            stderr_tail = read_capped(job.job_dir / "stderr.txt", 4000)
             raise SandboxError(
-                "the student process failed to set up; the server's log ends:\n" + log_tail
+                "the student process failed to set up; its stderr ends:\n"
+                f"{stderr_tail}\nthe server's log ends:\n{log_tail}"
             )
 
     # -- plumbing ---------------------------------------------------------------------------
