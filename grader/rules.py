@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.integrity import FRAME_ATTRIBUTES, docstring_ids
+from grader.integrity import ATTRIBUTE_BUILTINS, FRAME_ATTRIBUTES, NAME_TOKEN, docstring_ids
 from grader.source_check import import_closure, inspect_source
 
 # Builtins that reach attributes or run code by names given as data.
@@ -56,8 +56,6 @@ DYNAMIC_BUILTINS = frozenset(
         "breakpoint",
     }
 )
-# The attribute builtins: with a string literal as the name they are as readable as a dot.
-ATTRIBUTE_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 # Attributes that read a namespace as data or look attributes up by name.
 DYNAMIC_ATTRIBUTES = frozenset(
     {
@@ -138,8 +136,6 @@ SELF_MATCHING_TYPES = frozenset(
     {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str"}
     | {"tuple"}
 )
-# A name inside a string or bytes constant: "torch.autograd.grad", b"ctorch\nsigmoid\n.".
-NAME_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
