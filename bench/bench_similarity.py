@@ -32,9 +32,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.assignment import Assignment, load_assignment  # noqa: E402
 from grader.batch.discovery import discover_submissions  # noqa: E402
-from grader.similarity import class_similarity  # noqa: E402
+from grader.batch.similarity import class_similarity  # noqa: E402
+from grader.course.manifest import Assignment, load_assignment  # noqa: E402
 
 WORDS = (
     *("loss", "grad", "weight", "bias", "hidden", "out", "inputs", "target", "step", "rate"),

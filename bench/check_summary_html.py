@@ -24,13 +24,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.assignment import load_assignment  # noqa: E402
 from grader.batch.discovery import BatchItem  # noqa: E402
 from grader.batch.gradebook import gradebook_rows  # noqa: E402
 from grader.batch.metadata import Submitter  # noqa: E402
 from grader.batch.stats import summarize  # noqa: E402
 from grader.batch.summary import summary_html  # noqa: E402
-from grader.report import Report, report_from_dict  # noqa: E402
+from grader.course.manifest import load_assignment  # noqa: E402
+from grader.results.report import Report, report_from_dict  # noqa: E402
 
 WIDTH, HEIGHT = 1280, 900
 SCREENSHOT_HEIGHT = 2600

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from grader.plugin import MARKERS
-from grader.seeds import hidden_seed
+from grader.grading.plugin import MARKERS
+from grader.grading.seeds import hidden_seed
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions" / "pytorch_basics"

@@ -65,8 +65,8 @@ step 90 "one sandbox job on cuda, with the zygote's log" "$PY" - <<'PY'
 import tempfile
 from pathlib import Path
 
-from grader.assignment import load_assignment
-from grader.grade import GradeSettings, sandbox_settings
+from grader.course.manifest import load_assignment
+from grader.grading.grade import GradeSettings, sandbox_settings
 from grader.sandbox.client import Sandbox
 
 assignment = load_assignment("pytorch_losses", root=Path("assignments"))

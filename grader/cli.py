@@ -18,10 +18,10 @@ from typing import TextIO
 
 from rich.console import Console
 
-from grader.assignment import choose_assignment
-from grader.course import COURSE_ENV, AssignmentChoiceNeeded
-from grader.devices import DEVICES, resolve_device
+from grader.course.manifest import choose_assignment
+from grader.course.root import COURSE_ENV, AssignmentChoiceNeeded
 from grader.errors import ConfigError, GraderError, SubmissionError, UsageError
+from grader.grading.devices import DEVICES, resolve_device
 
 
 class ExitCode(IntEnum):
@@ -170,10 +170,10 @@ def _note(note: str, *, stream: TextIO = sys.stdout) -> None:
 
 
 def _run_grade(args: argparse.Namespace, console: Console) -> ExitCode:
-    from grader.grade import GradeSettings
-    from grader.grade_command import grade_command
+    from grader.grading.command import grade_command
+    from grader.grading.grade import GradeSettings
+    from grader.results.table import print_result
     from grader.sandbox.settings import protections_notice
-    from grader.table import print_result
 
     assignment, note = choose_assignment(args.assignment, args.submission)
     _note(note)
@@ -206,9 +206,9 @@ def _write_notebook_page(submission: Path, notebook: str, report: Path, console:
 
 
 def _run_gradescope(args: argparse.Namespace, console: Console) -> ExitCode:
-    from grader.grade import GradeSettings
-    from grader.gradescope_run import run_gradescope
-    from grader.table import print_result
+    from grader.grading.grade import GradeSettings
+    from grader.grading.gradescope_run import run_gradescope
+    from grader.results.table import print_result
 
     run = run_gradescope(
         args.root,
@@ -227,7 +227,7 @@ def _run_gradescope(args: argparse.Namespace, console: Console) -> ExitCode:
 
 
 def _run_build(args: argparse.Namespace, console: Console) -> ExitCode:
-    from grader.build import build_autograder, build_starter
+    from grader.authoring.build import build_autograder, build_starter
 
     build = build_autograder if args.target == "autograder" else build_starter
     built = build(args.assignment, output=args.output)
@@ -241,7 +241,7 @@ def _run_build(args: argparse.Namespace, console: Console) -> ExitCode:
 
 
 def _run_check(args: argparse.Namespace, console: Console) -> ExitCode:
-    from grader.check import check_command, print_check, print_check_json
+    from grader.student.check import check_command, print_check, print_check_json
 
     assignment, note = choose_assignment(args.assignment, args.directory)
     _note(note, stream=sys.stderr if args.json else sys.stdout)  # --json: stdout is JSON only
@@ -254,7 +254,7 @@ def _run_check(args: argparse.Namespace, console: Console) -> ExitCode:
 
 
 def _run_submit(args: argparse.Namespace, console: Console) -> ExitCode:
-    from grader.submit import submit_command
+    from grader.student.submit import submit_command
 
     submit_command(args.directory, args.assignment, output=args.output, console=console)
     return ExitCode.OK
@@ -289,8 +289,8 @@ def _run_batch(args: argparse.Namespace, console: Console) -> ExitCode:
 
 
 def _run_validate(args: argparse.Namespace, console: Console) -> ExitCode:
-    from grader.assignment import available_assignments
-    from grader.validate import validate_assignment
+    from grader.authoring.validate import validate_assignment
+    from grader.course.manifest import available_assignments
 
     names = [args.assignment] if args.assignment else available_assignments()
     device = resolve_device(args.device)
@@ -304,8 +304,8 @@ def _run_validate(args: argparse.Namespace, console: Console) -> ExitCode:
 
 
 def _run_new(args: argparse.Namespace, console: Console) -> ExitCode:
-    from grader.course import find_course_root
-    from grader.scaffold import scaffold_assignment
+    from grader.authoring.scaffold import scaffold_assignment
+    from grader.course.root import find_course_root
 
     try:
         # Never the course this grader came with: a new course's first assignment goes here.

@@ -16,7 +16,7 @@ A rule holds for the code a part runs, not only the part's file: given a `Studen
 (what the `student_source` fixture provides), `forbidden_uses` also reads every submission
 file the part imports, directly or through another, so a forbidden call moved into another
 part file and imported from there is found (dynamic imports are refused above). Those files
-(`grader.source_check.import_closure`) are also all that the part's jobs can import
+(`grader.intake.source_check.import_closure`) are also all that the part's jobs can import
 (grader/sandbox/client.py), so a module named in a string
 (`unittest.mock.patch("other_part.f")`) reaches nothing the rule did not read. A module
 imported only under a top-level `if __name__ == "__main__":` guard is not followed (grading
@@ -24,7 +24,7 @@ never runs that block): a job cannot import it either, so forcing the block to r
 (`__name__ = "__main__"`) gets an ImportError, not its code.
 
 Nothing here bounds its own work: the plugin runs every hidden test that reads student source
-in a limited child (`GradingSession.run_source_test` in grader/plugin.py).
+in a limited child (`GradingSession.run_source_test` in grader/grading/plugin.py).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.integrity import ATTRIBUTE_BUILTINS, FRAME_ATTRIBUTES, NAME_TOKEN, docstring_ids
-from grader.source_check import import_closure, inspect_source
+from grader.intake.integrity import ATTRIBUTE_BUILTINS, FRAME_ATTRIBUTES, NAME_TOKEN, docstring_ids
+from grader.intake.source_check import import_closure, inspect_source
 
 # Builtins that reach attributes or run code by names given as data.
 DYNAMIC_BUILTINS = frozenset(
@@ -189,7 +189,7 @@ class StudentSource(str):
 
     `files` maps every submission file name to its text, this one's included; `name` is this
     one's; `imports` maps each file name to the modules it imports (as
-    `grader.source_check.module_imports` reads them when the submission is prepared), worked
+    `grader.intake.source_check.module_imports` reads them when the submission is prepared), worked
     out from `files` when not given. A plain `str` works wherever this does, and is read
     alone.
     """

@@ -15,10 +15,10 @@ from typing import Any
 
 import torch
 
-from grader.event_files import EventFileError as EventFileError
-from grader.event_files import read_scalars as read_scalars
-from grader.metrics import MetricScore as MetricScore
-from grader.metrics import metric_credit as metric_credit
+from grader.grading.event_files import EventFileError as EventFileError
+from grader.grading.event_files import read_scalars as read_scalars
+from grader.grading.metrics import MetricScore as MetricScore
+from grader.grading.metrics import metric_credit as metric_credit
 from grader.rules import cpu_only_uses
 
 # Raised by `compare` and `student` when the student's code gave no result (its `exit_status`

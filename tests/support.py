@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from grader.integrity import reaching_uses
+from grader.intake.integrity import reaching_uses
 
 COURSE_ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT_DIR = COURSE_ROOT / "assignments" / "pytorch_basics"
@@ -31,7 +31,7 @@ PART_FILES = (
 )
 
 
-# A case's code run so that the harness's integrity rule (grader/integrity.py), which reads
+# A case's code run so that the harness's integrity rule (grader/intake/integrity.py), which reads
 # source, does not see it: `compile` and `exec` reached through a method's own `self` (which
 # the rule allows, for an nn.Module's layers) called unbound on the builtins module, the
 # source registered with linecache so that `inspect` still finds it. Cases whose attack the

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment import choose_assignment, load_assignment, parse_manifest
-from grader.check import again_command
 from grader.cli import main
-from grader.course import AssignmentChoiceNeeded, find_course_root
+from grader.course.manifest import choose_assignment, load_assignment, parse_manifest
+from grader.course.root import AssignmentChoiceNeeded, find_course_root
 from grader.errors import ConfigError
+from grader.student.check import again_command
 
 
 def test_the_manifest_matches_the_assignment_contract() -> None:

@@ -22,13 +22,13 @@ import nbformat
 import pytest
 import torch
 
-from grader.assignment import load_assignment
-from grader.validate import (
+from grader.authoring.validate import (
     FIXTURE_SCRIPT_TIMEOUT_S,
     compare_fixture_folders,
     fixture_difference,
     run_course_script,
 )
+from grader.course.manifest import load_assignment
 
 COURSE_ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENT_DIR = COURSE_ROOT / "assignments" / "pytorch_basics"

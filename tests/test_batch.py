@@ -25,7 +25,6 @@ from typing import Any
 
 import pytest
 
-from grader.assignment import load_assignment
 from grader.batch.discovery import BatchItem, discover_submissions, unique_keys
 from grader.batch.gradebook import (
     STATUS_GRADED,
@@ -39,8 +38,9 @@ from grader.batch.metadata import MAX_METADATA_BYTES, Submitter, read_gradescope
 from grader.batch.resume import is_up_to_date, plan, report_path, submission_fingerprint
 from grader.batch.stats import summarize
 from grader.batch.summary import summary_html
+from grader.course.manifest import load_assignment
 from grader.errors import UsageError
-from grader.report import Report, report_from_dict
+from grader.results.report import Report, report_from_dict
 from grader.workers.executors import worker_environment
 from tests.support import (
     COURSE_ROOT,
@@ -839,7 +839,7 @@ def test_ray_batch_gives_identical_scores(
 # -- names and messages that once broke a batch, end to end ----------------------------------
 
 GIANT_MESSAGE_ATTACK = COURSE_ROOT / "tests" / "hostile" / "giant-and-surrogate-messages"
-# report.json's bound: the tests' text in total (grader/report.py) plus the rest of the report.
+# report.json's bound: the tests' text in total (grader/results/report.py) plus the rest.
 MAX_REPORT_BYTES = 1_500_000
 
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from grader import bounded, source_check
-from grader.assignment import load_assignment
 from grader.batch.discovery import discover_submissions
 from grader.batch.resume import ENTRY_KEY, grading_stamp, report_path, submission_fingerprint
 from grader.batch.run import BatchOptions, run_batch
+from grader.course.manifest import load_assignment
+from grader.intake import bounded, source_check
 from tests.support import PART_FILES, SOLUTIONS_DIR
 
 ASSIGNMENT = load_assignment("pytorch_basics")

@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 import torch
 
-from grader.assignment import load_assignment
 from grader.batch.discovery import BatchItem
 from grader.batch.gradebook import CANVAS_COLUMNS, CANVAS_POINTS_ROW, canvas_gradebook, points
 from grader.batch.metadata import Submitter
 from grader.batch.run import BatchOptions, run_batch
 from grader.batch.stats import summarize
+from grader.course.manifest import load_assignment
 from grader.errors import UsageError
-from grader.mistakes import (
+from grader.grading.causes import (
     CRASHED,
     DOES_NOT_COMPILE,
     LIMIT_EXCEEDED,
@@ -41,8 +41,8 @@ from grader.mistakes import (
     report_test_cause,
     student_failure_cause,
 )
-from grader.report import Report, report_from_dict
-from grader.results import PartResult, TestResult
+from grader.results.model import PartResult, TestResult
+from grader.results.report import Report, report_from_dict
 from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, run_grader_cli
 
 ASSIGNMENT = load_assignment("pytorch_basics")
@@ -103,7 +103,7 @@ def test_fingerprints_equal_for_the_same_rounded_outputs() -> None:
 
 FINGERPRINT_PEAK = """
 import json, resource, sys, torch
-from grader.mistakes import output_fingerprint
+from grader.grading.causes import output_fingerprint
 huge = torch.linspace(-3, 3, 48_000_000, dtype=torch.float16)
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 fingerprint = output_fingerprint(huge)

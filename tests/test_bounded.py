@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from grader.bounded import (
+from grader.intake.bounded import (
     CRASHED,
     OUT_OF_MEMORY,
     TIMEOUT,

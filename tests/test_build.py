@@ -20,7 +20,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from grader.build import build_autograder, build_starter, kit_manifest
+from grader.authoring.build import build_autograder, build_starter, kit_manifest
 from grader.errors import ConfigError
 from tests.support import ASSIGNMENT_DIR, COURSE_ROOT, SOLUTIONS_DIR
 

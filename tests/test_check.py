@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from grader.assignment import Assignment, load_assignment
-from grader.build import build_starter
-from grader.check import UNSCORED_NOTE, WAITING_WHY, _apply_gate, locate_student_folder
-from grader.public_report import PublicReport
-from grader.public_run import NOT_IMPLEMENTED, PublicTest, run_public_tests
-from grader.submission import PreparedSubmission
+from grader.authoring.build import build_starter
+from grader.course.manifest import Assignment, load_assignment
+from grader.intake.submission import PreparedSubmission
+from grader.student.check import UNSCORED_NOTE, WAITING_WHY, _apply_gate, locate_student_folder
+from grader.student.report import PublicReport
+from grader.student.run import NOT_IMPLEMENTED, PublicTest, run_public_tests
 from tests.support import (
     PART_FILES,
     SOLUTIONS_DIR,

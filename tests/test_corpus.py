@@ -35,9 +35,9 @@ from typing import Any
 
 import pytest
 
-from grader.assignment import load_assignment
-from grader.scoring import GATED_AFTER_NOTE, GATED_NOTE
-from grader.submission import near_miss_key
+from grader.course.manifest import load_assignment
+from grader.grading.scoring import GATED_AFTER_NOTE, GATED_NOTE
+from grader.intake.submission import near_miss_key
 from tests.support import (
     ASSIGNMENT_DIR,
     REFERENCE_AND_STUBS,

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment import load_assignment
-from grader.build import build_autograder, build_starter
-from grader.environment import Environment, parse_environment
+from grader.authoring.build import build_autograder, build_starter
+from grader.authoring.validate import environment_problems, validate_assignment
+from grader.course.environment import Environment, parse_environment
+from grader.course.lock import kept_entries, lock_problem, parse_entries, read_lock
+from grader.course.manifest import load_assignment
 from grader.errors import ConfigError
-from grader.grade import GradeSettings, grade_submission
-from grader.lock import kept_entries, lock_problem, parse_entries, read_lock
-from grader.validate import environment_problems, validate_assignment
+from grader.grading.grade import GradeSettings, grade_submission
 from tests.support import COURSE_ROOT
 
 MANIFEST = """\

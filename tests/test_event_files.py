@@ -1,4 +1,4 @@
-"""TensorBoard event files read on the trusted side (grader/event_files.py): real
+"""TensorBoard event files read on the trusted side (grader/grading/event_files.py): real
 SummaryWriter output, and files crafted to break, exhaust or hang the reader."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import torch
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 from torch.utils.tensorboard import SummaryWriter
 
-from grader import event_files
-from grader.event_files import EventFileError, read_scalars
+from grader.grading import event_files
+from grader.grading.event_files import EventFileError, read_scalars
 
 
 def written_by_summary_writer(folder: Path) -> dict[str, bytes]:

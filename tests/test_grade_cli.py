@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import torch
 
-from grader.assignment import load_assignment
+from grader.course.manifest import load_assignment
 from tests.support import PART_FILES, SOLUTIONS_DIR, grade_to_report, part_scores, run_grader_cli
 
 POINTS = {part.id: part.points for part in load_assignment("pytorch_basics").parts}

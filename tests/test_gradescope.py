@@ -20,12 +20,12 @@ from typing import Any
 import jsonschema
 import pytest
 
-from grader.assignment import load_assignment
-from grader.build import build_autograder
-from grader.grade import PROVISIONAL_MESSAGE, GradeSettings
-from grader.gradescope import results_dict
-from grader.gradescope_run import pick_upload, read_metadata, run_gradescope
-from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
+from grader.authoring.build import build_autograder
+from grader.course.manifest import load_assignment
+from grader.grading.grade import PROVISIONAL_MESSAGE, GradeSettings
+from grader.grading.gradescope_run import pick_upload, read_metadata, run_gradescope
+from grader.results.gradescope import results_dict
+from grader.results.model import GradingResult, PartResult, SubmissionInfo, TestResult
 from tests.support import ASSIGNMENT_DIR, PART_FILES, SOLUTIONS_DIR
 
 SCHEMA = json.loads((Path(__file__).with_name("gradescope_results.schema.json")).read_text())
@@ -345,7 +345,7 @@ def test_provisional_results_come_first_and_a_crash_is_reported(
         seen["hide"] = settings.hide
         raise RuntimeError("the grader broke")
 
-    monkeypatch.setattr("grader.gradescope_run.grade_in_worker", crashing_grade)
+    monkeypatch.setattr("grader.grading.gradescope_run.grade_in_worker", crashing_grade)
     run = run_gradescope(
         root, assignment_name="pytorch_basics", settings=GradeSettings(device="cpu")
     )

@@ -1,4 +1,4 @@
-"""Error hints: generic PyTorch causes in grader/hints.py, an assignment's own from its manifest."""
+"""Error hints: generic PyTorch causes (grader/grading/hints.py), an assignment's own manifest's."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment import load_assignment, parse_manifest
+from grader.course.manifest import load_assignment, parse_manifest
 from grader.errors import ConfigError
-from grader.hints import Hint, error_hint, failing_functions, takes_device_argument
+from grader.grading.hints import Hint, error_hint, failing_functions, takes_device_argument
 
 MANIFEST = "[assignment]\nid='a'\n[[parts]]\nid='p'\nfile='p.py'\npoints=1\n"
 

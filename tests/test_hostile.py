@@ -13,7 +13,7 @@ assignment it attacks (solutions/<assignment>/*.py) and an `expected.toml`:
     [checks]
     listener = true              # a TCP listener on 127.0.0.1 that must receive nothing
     recheck_after_s = 2.0        # read the outputs again this much later (late forgeries)
-    unchanged = ["grader/plugin.py"]   # course files that must keep their content
+    unchanged = ["grader/grading/plugin.py"]   # course files that must keep their content
     known_hole = "why"           # expected to fail (strict xfail): a hole outside the sandbox
     evade_integrity_rule = true  # run the case's refused .py code past the rule (tests/support.py)
 
@@ -67,9 +67,9 @@ from typing import Any
 
 import pytest
 
-from grader.assignment import load_assignment
+from grader.course.manifest import load_assignment
 from grader.sandbox.identity import SANDBOX_UID_BASE, live_processes_of
-from grader.scratch import scratch_folder
+from grader.sandbox.scratch import scratch_folder
 from tests.deep_folders import files_under, remove_tree
 from tests.support import (
     COURSE_ROOT,

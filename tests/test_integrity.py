@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.integrity import ALWAYS_PARSED_CHARS, Reach, reaching_message, reaching_uses
+from grader.intake.integrity import ALWAYS_PARSED_CHARS, Reach, reaching_message, reaching_uses
 
 
 def reach(text: str) -> Reach:

@@ -1,8 +1,8 @@
-"""`grader.jsonlines`: objects out of a byte stream as it arrives, one a line, bounded."""
+"""`grader.sandbox.jsonlines`: objects out of a byte stream as it arrives, one a line, bounded."""
 
 from __future__ import annotations
 
-from grader.jsonlines import JsonLines
+from grader.sandbox.jsonlines import JsonLines
 
 
 def test_a_line_split_across_chunks_is_read_once_complete() -> None:

@@ -1,6 +1,6 @@
 """Lying student sides against the hidden suites: no gate-opening test may pass against one.
 
-A gate-opening test (see grader.plugin.opens_gate) lets a part's self-reported and
+A gate-opening test (see grader.grading.plugin.opens_gate) lets a part's self-reported and
 static-rule tests count. If one passes when the student side lies (constants, the
 reference's outputs for another seed, earlier outputs replayed), a submission that
 implements nothing collects those points.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.lying import LIES, Lie, gate_openers_against_liars, run_against
+from grader.authoring.liars import LIES, Lie, gate_openers_against_liars, run_against
 from tests.test_plugin import TOY_STUDENT_ONLY_TESTS, TOY_TESTS, toy_course
 
 

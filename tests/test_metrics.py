@@ -1,4 +1,4 @@
-"""Scores from metrics (grader/metrics.py) and the leaderboard, from a hidden test's fixture
+"""Scores from metrics (grader/grading/metrics.py) and the leaderboard, from a hidden test's fixture
 call to the points, report.json, results.json and the batch summary page."""
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ import jsonschema
 import pytest
 
 from grader.batch.summary import leaderboard_html
-from grader.gradescope import results_dict
-from grader.metrics import MetricScore, metric_credit
-from grader.report import Report, report_dict, report_from_dict
-from grader.results import (
+from grader.grading.metrics import MetricScore, metric_credit
+from grader.results.gradescope import results_dict
+from grader.results.model import (
     MAX_LEADERBOARD_VALUE,
     GradingResult,
     LeaderboardEntry,
@@ -21,6 +20,7 @@ from grader.results import (
     SubmissionInfo,
     TestResult,
 )
+from grader.results.report import Report, report_dict, report_from_dict
 from tests.test_gradescope import SCHEMA
 from tests.test_plugin import WRONG_STUDENT, run_hidden
 

@@ -20,8 +20,9 @@ from typing import Any
 import nbformat
 import pytest
 
-from grader.assignment import Assignment, load_assignment
+from grader.course.manifest import Assignment, load_assignment
 from grader.errors import SubmissionError
+from grader.intake.submission import prepare_submission
 from grader.notebook import (
     MAX_CELL_BRACES,
     MAX_CELL_CHARS,
@@ -38,7 +39,6 @@ from grader.notebook import (
     read_origin,
     strip_magics,
 )
-from grader.submission import prepare_submission
 from tests.support import (
     ASSIGNMENT_DIR,
     PART_FILES,
@@ -871,7 +871,7 @@ def test_no_cell_text_decides_how_a_built_file_is_decoded(
 def test_grade_reads_the_headers_of_notebook_parts_only(
     assignment: Assignment, tmp_path: Path
 ) -> None:
-    from grader.grade import _with_notebook_problems, notebook_origins
+    from grader.grading.grade import _with_notebook_problems, notebook_origins
 
     folder = tmp_path / "upload"
     folder.mkdir()

@@ -13,10 +13,10 @@ from typing import Any
 import nbformat
 import pytest
 
-from grader.assignment import load_assignment
-from grader.check import CheckResult, PartCheck
+from grader.course.manifest import load_assignment
 from grader.notebook.kernel import _renumber, unsaved_parts
-from grader.public_run import PublicTest
+from grader.student.check import CheckResult, PartCheck
+from grader.student.run import PublicTest
 from tests.support import SOLUTIONS_DIR, copy_starter_kit, grade_to_report
 
 KIT_FOLDER = Path("assignments") / "pytorch_basics"

@@ -18,19 +18,19 @@ import pytest
 # collective operators twice (a warning, an error under this suite's filterwarnings).
 import torch.distributed.tensor  # noqa: F401
 
-from grader import plugin
-from grader.assignment import Assignment, Limits, parse_manifest
-from grader.grade import GradeSettings, grade_submission
-from grader.hints import error_hint
-from grader.lying import HONEST, run_against
-from grader.plugin import GraderPlugin, GradingSession, holds_seed
-from grader.results import TestResult
+from grader.authoring.liars import HONEST, run_against
+from grader.course.manifest import Assignment, Limits, parse_manifest
+from grader.grading import plugin
+from grader.grading.grade import GradeSettings, grade_submission
+from grader.grading.hints import error_hint
+from grader.grading.plugin import GraderPlugin, GradingSession, holds_seed
+from grader.grading.scoring import score_tests
+from grader.grading.seeds import HIDDEN_SEED_FLOOR, hidden_seed
+from grader.grading.suites import TIMEOUTS_PER_PART
+from grader.intake.submission import PreparedSubmission
+from grader.results.model import TestResult
 from grader.sandbox.client import PendingJob, Sandbox
 from grader.sandbox.feedback import StudentFailure
-from grader.scoring import score_tests
-from grader.seeds import HIDDEN_SEED_FLOOR, hidden_seed
-from grader.submission import PreparedSubmission
-from grader.suites import TIMEOUTS_PER_PART
 
 
 def test_hidden_seeds_differ_per_test_and_run_and_avoid_public_seeds() -> None:

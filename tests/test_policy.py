@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
-from grader.assignment import parse_manifest
-from grader.build import build_autograder
+from grader.authoring.build import build_autograder
+from grader.course.manifest import parse_manifest
+from grader.course.policy.apply import apply_policy, duration, when
+from grader.course.policy.config import CoursePolicy, LatePenalty, SubmissionLimit, parse_policy
+from grader.course.policy.metadata import EarlierSubmission, SubmissionFacts, gradescope_facts
 from grader.errors import ConfigError
-from grader.policy.apply import apply_policy, duration, when
-from grader.policy.config import CoursePolicy, LatePenalty, SubmissionLimit, parse_policy
-from grader.policy.metadata import EarlierSubmission, SubmissionFacts, gradescope_facts
-from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
+from grader.results.model import GradingResult, PartResult, SubmissionInfo, TestResult
 from tests.support import SOLUTIONS_DIR, run_grader_cli
 from tests.test_gradescope import METADATA as GRADESCOPE_METADATA
 from tests.test_gradescope import run_command, validate
@@ -698,16 +698,16 @@ def test_the_regrade_diff_shows_the_late_deduction(tmp_path: Path) -> None:
 def test_without_a_policy_results_json_has_no_policy_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from grader.assignment import load_assignment
-    from grader.grade import GradeSettings
-    from grader.gradescope_run import run_gradescope
+    from grader.course.manifest import load_assignment
+    from grader.grading.grade import GradeSettings
+    from grader.grading.gradescope_run import run_gradescope
 
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
     (root / "submission_metadata.json").write_text("{not json", encoding="utf-8")
     assignment = load_assignment("pytorch_basics")
     graded = dataclasses.replace(graded_result(20.0), assignment=assignment.id)
-    monkeypatch.setattr("grader.gradescope_run.grade_in_worker", lambda *_args: graded)
+    monkeypatch.setattr("grader.grading.gradescope_run.grade_in_worker", lambda *_args: graded)
     run = run_gradescope(root, assignment_name=assignment.id, settings=GradeSettings(device="cpu"))
     results = json.loads(run.results_path.read_text())
     validate(results)
@@ -716,7 +716,7 @@ def test_without_a_policy_results_json_has_no_policy_record(
 
 
 def test_deeply_nested_or_oversized_metadata_reads_as_none(tmp_path: Path) -> None:
-    from grader.gradescope_run import MAX_METADATA_BYTES, load_metadata, submission_facts
+    from grader.grading.gradescope_run import MAX_METADATA_BYTES, load_metadata, submission_facts
 
     path = tmp_path / "submission_metadata.json"
     path.write_text("[" * 200_000 + "]" * 200_000, encoding="utf-8")

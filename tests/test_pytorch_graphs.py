@@ -35,8 +35,8 @@ import nbformat
 import pytest
 import torch
 
-from grader.assignment import load_assignment
-from grader.scoring import GATED_NOTE
+from grader.course.manifest import load_assignment
+from grader.grading.scoring import GATED_NOTE
 from tests.support import (
     COURSE_ROOT,
     REFERENCE_AND_STUBS,

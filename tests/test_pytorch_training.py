@@ -28,9 +28,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.assignment import load_assignment
-from grader.scoring import GATED_NOTE
-from grader.validate import environment_problems
+from grader.authoring.validate import environment_problems
+from grader.course.manifest import load_assignment
+from grader.grading.scoring import GATED_NOTE
 from tests.support import (
     COURSE_ROOT,
     REFERENCE_AND_STUBS,

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from grader.refcache import ReferenceCache
+from grader.grading.refcache import ReferenceCache
 
 
 def counting(value: Any) -> tuple[list[int], Any]:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from grader.report import ReportFormatError, read_report, report_dict, report_from_dict
-from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
+from grader.results.model import GradingResult, PartResult, SubmissionInfo, TestResult
+from grader.results.report import ReportFormatError, read_report, report_dict, report_from_dict
 
 
 def a_result() -> GradingResult:

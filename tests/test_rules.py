@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from grader import integrity
+from grader.intake import integrity
+from grader.intake.source_check import import_closure, inspect_source, module_imports
 from grader.rules import Rule, StudentSource, cpu_only_uses, forbidden_uses
-from grader.source_check import import_closure, inspect_source, module_imports
 
 NO_AUTOGRAD = Rule(
     attributes=frozenset({"backward", "requires_grad_", "autograd"}),

@@ -1,4 +1,4 @@
-"""Student text made safe where it enters: grader/safetext.py, and the results model using it."""
+"""Student text made safe where it enters (grader/intake/safetext.py), and the results model."""
 
 from __future__ import annotations
 
@@ -8,17 +8,7 @@ import os
 
 from rich.console import Console
 
-from grader.gradescope import MAX_TOTAL_TEST_OUTPUT, results_dict
-from grader.report import MAX_REPORT_TEXT_CHARS, report_dict
-from grader.results import (
-    MAX_MESSAGE_CHARS,
-    MAX_OUTPUT_CHARS,
-    GradingResult,
-    PartResult,
-    SubmissionInfo,
-    TestResult,
-)
-from grader.safetext import (
+from grader.intake.safetext import (
     REPLACEMENT,
     cap_text,
     clean_data,
@@ -27,7 +17,17 @@ from grader.safetext import (
     entry_key,
     fit_texts,
 )
-from grader.table import MAX_LINE_CHARS, print_result
+from grader.results.gradescope import MAX_TOTAL_TEST_OUTPUT, results_dict
+from grader.results.model import (
+    MAX_MESSAGE_CHARS,
+    MAX_OUTPUT_CHARS,
+    GradingResult,
+    PartResult,
+    SubmissionInfo,
+    TestResult,
+)
+from grader.results.report import MAX_REPORT_TEXT_CHARS, report_dict
+from grader.results.table import MAX_LINE_CHARS, print_result
 
 GIANT = "\ud800\x1b[2J\r" + "A" * 15_000_000
 

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 import torch
 
-from grader.assignment import Limits
+from grader.course.manifest import Limits
 from grader.errors import UsageError
+from grader.intake.source_check import inspect_source
 from grader.sandbox import confine as sandbox_confine
 from grader.sandbox.client import PendingJob, Sandbox, SandboxError
 from grader.sandbox.feedback import StudentFailure
@@ -34,7 +35,6 @@ from grader.sandbox.settings import (
     protections_notice,
 )
 from grader.sandbox.wire import MAX_RESULT_VALUES, decode_result
-from grader.source_check import inspect_source
 
 SERVER = Path(__file__).resolve().parent.parent / "grader" / "sandbox" / "server.py"
 
@@ -450,7 +450,7 @@ def test_each_submission_gets_a_fresh_server_from_the_same_zygote(
 
 
 # Imports made only under a top-level __main__ guard are outside the module's import closure
-# (grader.source_check.live_imports), so the rules do not read those modules; the closure is
+# (grader.intake.source_check.live_imports), so the rules do not read those modules; the closure is
 # also all a job can import, so a student who forces the block to run gets an ImportError.
 FORCED_MAIN_BLOCK = """
 __name__ = "__main__"  # makes the block below run when the job imports this file

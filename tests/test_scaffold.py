@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from grader.authoring.scaffold import scaffold_assignment
 from grader.cli import main
-from grader.scaffold import scaffold_assignment
 from tests.support import COURSE_ROOT, run_grader_cli
 
 

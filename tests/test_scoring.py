@@ -4,9 +4,9 @@ import dataclasses
 
 import pytest
 
-from grader.assignment import load_assignment
-from grader.results import Outcome, TestResult
-from grader.scoring import GATED_NOTE, WAITS_FOR_ANY_OPENER, score_tests
+from grader.course.manifest import load_assignment
+from grader.grading.scoring import GATED_NOTE, WAITS_FOR_ANY_OPENER, score_tests
+from grader.results.model import Outcome, TestResult
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 

@@ -1,4 +1,4 @@
-"""Where grading keeps its short-lived files (grader/scratch.py)."""
+"""Where grading keeps its short-lived files (grader/sandbox/scratch.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import scratch
-from grader.course import PACKAGE_ROOT
+from grader.course.root import PACKAGE_ROOT
+from grader.sandbox import scratch
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def _folder_of_a_killed_process(root: Path) -> Path:
     script = (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
-        "from grader.scratch import scratch_folder\n"
+        "from grader.sandbox.scratch import scratch_folder\n"
         "with scratch_folder('grader-', Path(sys.argv[1])) as folder:\n"
         "    print(folder, flush=True)\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from grader import similarity
-from grader.assignment import load_assignment
+from grader.batch import similarity
 from grader.batch.discovery import BatchItem
+from grader.course.manifest import load_assignment
 from tests.support import COURSE_ROOT, SOLUTIONS_DIR
 
 ASSIGNMENT = load_assignment("pytorch_basics")

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from grader import notebook, source_check
-from grader.assignment import choose_assignment, load_assignment
-from grader.course import AssignmentChoiceNeeded
+from grader import notebook
+from grader.course.manifest import choose_assignment, load_assignment
+from grader.course.root import AssignmentChoiceNeeded
 from grader.errors import SubmissionError
-from grader.submission import MAX_SOURCE_BYTES, near_miss_key, prepare_submission
+from grader.intake import source_check
+from grader.intake.submission import MAX_SOURCE_BYTES, near_miss_key, prepare_submission
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 GOOD = "def forward_backward(x, y, w1, w2):\n    return x\n"
@@ -155,9 +156,9 @@ def test_a_coding_line_is_honoured_and_rewritten_to_utf8(tmp_path: Path) -> None
 def test_an_oversized_archive_is_refused_before_it_is_opened(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import grader.submission
+    import grader.intake.submission
 
-    monkeypatch.setattr(grader.submission, "MAX_ARCHIVE_BYTES", 1000)
+    monkeypatch.setattr(grader.intake.submission, "MAX_ARCHIVE_BYTES", 1000)
     archive = make_zip(tmp_path / "big.zip", {"manual_backprop.py": os.urandom(4000)})
     with pytest.raises(SubmissionError, match="limit"):
         prepare_submission(archive, ASSIGNMENT, tmp_path / "clean")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.report import report_dict
+from grader.results.report import report_dict
 from grader.workers.process import GradingWorker
 from grader.workers.protocol import WorkerConfig
 from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, evading_the_integrity_rule

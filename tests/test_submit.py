@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.atomic import ZipEntry, write_zip
-from grader.submit import unimplemented_functions
+from grader.results.atomic import ZipEntry, write_zip
+from grader.student.submit import unimplemented_functions
 from tests.support import PART_FILES, SOLUTIONS_DIR, notebook_with_part_code, run_kit_cli
 
 KIT_ASSIGNMENT = Path("assignments") / "pytorch_basics"
@@ -170,7 +170,7 @@ def test_every_stub_function_of_the_kit_is_detected() -> None:
 def test_check_accepts_the_zip_it_would_upload(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import grader.check
+    import grader.student.check
 
     tested: list[Path] = []
 
@@ -178,10 +178,10 @@ def test_check_accepts_the_zip_it_would_upload(
         tested.extend(sorted(student_dir.iterdir()))
         return [], ""
 
-    monkeypatch.setattr(grader.check, "run_public_tests", fake_run)
+    monkeypatch.setattr(grader.student.check, "run_public_tests", fake_run)
     archive = tmp_path / ZIP_NAME
     write_zip(archive, [ZipEntry(name, SOLUTIONS_DIR / name) for name in PART_FILES])
-    result = grader.check.check_command(archive, None)
+    result = grader.student.check.check_command(archive, None)
     assert result.directory == archive
     assert [path.name for path in tested] == sorted(PART_FILES)
     assert {part.source for part in result.parts} == {"file"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.validate import LYING_UNAVAILABLE, validate_assignment
+from grader.authoring.validate import LYING_UNAVAILABLE, validate_assignment
 
 # Each test validates a whole scaffolded assignment, probes and hidden tests included.
 pytestmark = pytest.mark.slow
@@ -24,7 +24,7 @@ SCALE_TESTS = "solutions/demo/hidden_tests/test_scale.py"
 
 @pytest.fixture(scope="module")
 def scaffolded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from grader.scaffold import scaffold_assignment
+    from grader.authoring.scaffold import scaffold_assignment
 
     root = tmp_path_factory.mktemp("scaffolded")
     scaffold_assignment(root, "demo")
@@ -135,7 +135,8 @@ def test_stubs_that_score_and_a_missing_lying_check_are_said(
 ) -> None:
     stub = course / "assignments/demo/scale.py"
     edit(stub, 'raise NotImplementedError("scale: multiply x by factor")', "return x * factor")
-    monkeypatch.setitem(sys.modules, "grader.lying", None)  # its import fails, as if absent
+    # Its import fails, as if absent.
+    monkeypatch.setitem(sys.modules, "grader.authoring.liars", None)
     lines: list[str] = []
     problems = validate_assignment("demo", say=lines.append)
     assert len(problems) == 1

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from grader import similarity, walk
-from grader.assignment import load_assignment
+from grader.batch import similarity
 from grader.batch.discovery import BatchItem
-from grader.gradescope_run import pick_upload
-from grader.submission import prepare_submission
-from grader.walk import MAX_WALK_DEPTH, walk_submission
+from grader.course.manifest import load_assignment
+from grader.grading.gradescope_run import pick_upload
+from grader.intake import archive
+from grader.intake.archive import MAX_WALK_DEPTH, walk_submission
+from grader.intake.submission import prepare_submission
 from tests.deep_folders import make_chain, remove_tree
 
 ASSIGNMENT = load_assignment("pytorch_basics")
@@ -45,7 +46,7 @@ def test_a_thousand_nested_folders_cost_nothing_and_are_named(
 def test_folders_count_toward_the_entry_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(walk, "MAX_WALK_ENTRIES", 50)
+    monkeypatch.setattr(archive, "MAX_WALK_ENTRIES", 50)
     for index in range(60):
         (tmp_path / f"empty{index:02d}").mkdir()
     (tmp_path / "zz.py").write_text(SOURCE)

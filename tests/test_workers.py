@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from grader.assignment import load_assignment
-from grader.results import GradingResult, PartResult, SubmissionInfo, TestResult
+from grader.course.manifest import load_assignment
+from grader.results.model import GradingResult, PartResult, SubmissionInfo, TestResult
 from grader.workers.protocol import ProtocolError, WorkerConfig, decode_result, encode_result
 from tests.support import COURSE_ROOT, SOLUTIONS_DIR, run_grader_cli
 

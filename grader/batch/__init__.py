@@ -14,5 +14,5 @@ held (its row says "grader error") and is replaced; the other submissions go on.
 Gradescope's export from `metadata`), keeps the reports that still stand (`resume`), grades
 the rest (`grader.workers`: the worker process and the executors), and writes the gradebooks
 (`gradebook`) and the staff summary (`stats`, `summary`, `pages`) from typed reports
-(`grader.report.Report`).
+(`grader.results.report.Report`).
 """

@@ -9,11 +9,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.assignment import Assignment
 from grader.batch.metadata import METADATA_FILE, ExportEntry, Submitter, read_export_metadata
+from grader.course.manifest import Assignment
 from grader.errors import UsageError
-from grader.safetext import entry_key, hashed_entry_key
-from grader.walk import JUNK_DIRS
+from grader.intake.archive import JUNK_DIRS
+from grader.intake.safetext import entry_key, hashed_entry_key
 
 log = logging.getLogger(__name__)
 

@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.assignment import Assignment
-from grader.atomic import write_text_atomic
 from grader.batch.discovery import BatchItem
 from grader.batch.metadata import Submitter
-from grader.policy.apply import PolicyOutcome
-from grader.report import Report
+from grader.course.manifest import Assignment
+from grader.course.policy.apply import PolicyOutcome
+from grader.results.atomic import write_text_atomic
+from grader.results.report import Report
 
 log = logging.getLogger(__name__)
 

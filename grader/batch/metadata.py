@@ -4,7 +4,7 @@ The file is YAML that Gradescope writes, but its names and emails are the studen
 so it is read as data only and with bounds: a size limit before parsing; PyYAML's safe
 constructors (no Python objects), with Ruby's object tags read as the plain mappings they
 tag and merge keys (`<<`, whose nested merges grow exponentially) refused; parsing in a
-limited child (`grader.bounded`: time, memory), because libyaml's composer recurses once per
+limited child (`grader.intake.bounded`: time, memory), because libyaml's composer recurses once per
 nesting level in C; and only the fields it needs, of the types it expects, taken from the
 result. A file that fails any of these gives no metadata and a warning: students are then
 named by their submissions' keys.
@@ -19,9 +19,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from grader.bounded import run_bounded
-from grader.results import MAX_NAME_CHARS
-from grader.safetext import clean_name
+from grader.intake.bounded import run_bounded
+from grader.intake.safetext import clean_name
+from grader.results.model import MAX_NAME_CHARS
 
 log = logging.getLogger(__name__)
 

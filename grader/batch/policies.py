@@ -14,11 +14,11 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 
-from grader.assignment import Assignment
 from grader.batch.discovery import BatchItem
-from grader.policy.apply import PolicyOutcome, apply_policy
-from grader.policy.metadata import export_facts
-from grader.report import Report
+from grader.course.manifest import Assignment
+from grader.course.policy.apply import PolicyOutcome, apply_policy
+from grader.course.policy.metadata import export_facts
+from grader.results.report import Report
 
 log = logging.getLogger(__name__)
 

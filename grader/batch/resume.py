@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.assignment import Assignment
 from grader.batch.discovery import BatchItem
+from grader.course.manifest import Assignment
 from grader.errors import SubmissionError
-from grader.report import Report, read_report
-from grader.seeds import grading_seed
-from grader.submission import prepare_submission
+from grader.grading.seeds import grading_seed
+from grader.intake.submission import prepare_submission
+from grader.results.report import Report, read_report
 
 log = logging.getLogger(__name__)
 

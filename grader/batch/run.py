@@ -22,8 +22,6 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from grader.assignment import Assignment
-from grader.atomic import write_json_atomic
 from grader.batch.discovery import BatchItem, discover_submissions
 from grader.batch.gradebook import (
     CANVAS_FILE,
@@ -48,23 +46,25 @@ from grader.batch.resume import (
     read_state,
     report_path,
 )
-from grader.batch.stats import summarize
-from grader.batch.summary import write_notebook_pages, write_summary
-from grader.bounded import RememberedOutcomes, remembering
-from grader.course import PACKAGE_ROOT
-from grader.errors import UsageError
-from grader.grade import crashed_result
-from grader.report import Report, report_dict, report_from_dict
-from grader.results import MAX_DETAIL_CHARS, GradingResult
-from grader.safetext import clean_data
-from grader.scratch import scratch_folder
-from grader.similarity import (
+from grader.batch.similarity import (
     MAX_COMPARED_CHARS,
     MIN_SHARE,
     SUBMISSION_SECONDS,
     SimilarPair,
     class_similarity,
 )
+from grader.batch.stats import summarize
+from grader.batch.summary import write_notebook_pages, write_summary
+from grader.course.manifest import Assignment
+from grader.course.root import PACKAGE_ROOT
+from grader.errors import UsageError
+from grader.grading.grade import crashed_result
+from grader.intake.bounded import RememberedOutcomes, remembering
+from grader.intake.safetext import clean_data
+from grader.results.atomic import write_json_atomic
+from grader.results.model import MAX_DETAIL_CHARS, GradingResult
+from grader.results.report import Report, report_dict, report_from_dict
+from grader.sandbox.scratch import scratch_folder
 from grader.workers.executors import EXECUTORS, first_line, make_executor, require_ray
 from grader.workers.protocol import SCRATCH_PREFIX, Job, WorkerConfig
 

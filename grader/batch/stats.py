@@ -8,11 +8,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from grader.assignment import Assignment, Part
 from grader.batch.discovery import BatchItem
-from grader.mistakes import CAUSES, WRONG_ANSWER, report_test_cause
-from grader.report import Report
-from grader.safetext import clean_name
+from grader.course.manifest import Assignment, Part
+from grader.grading.causes import CAUSES, WRONG_ANSWER, report_test_cause
+from grader.intake.safetext import clean_name
+from grader.results.report import Report
 
 FULL_MARKS_TOLERANCE = 1e-4
 FAILED_OUTCOMES = ("failed", "error", "timeout")

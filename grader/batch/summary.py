@@ -13,7 +13,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grader.atomic import write_json_atomic, write_text_atomic
 from grader.batch.gradebook import points
 from grader.batch.pages import (
     STUDENTS_DIR,
@@ -25,11 +24,12 @@ from grader.batch.pages import (
     student_file,
     student_href,
 )
+from grader.batch.similarity import SimilarPair, similarity_html
 from grader.batch.stats import FAILED_OUTCOMES, BatchSummary, MistakeCluster, summary_dict
-from grader.mistakes import CAUSES
-from grader.report import Report
-from grader.results import LeaderboardEntry, TestResult
-from grader.similarity import SimilarPair, similarity_html
+from grader.grading.causes import CAUSES
+from grader.results.atomic import write_json_atomic, write_text_atomic
+from grader.results.model import LeaderboardEntry, TestResult
+from grader.results.report import Report
 
 HISTOGRAM_BINS = 10
 # Leaderboard columns shown (the first names met, in the tests' order).

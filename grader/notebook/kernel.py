@@ -39,12 +39,12 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.course import COURSE_ENV, PACKAGE_ROOT
+from grader.course.root import COURSE_ENV, PACKAGE_ROOT
 from grader.notebook.cells import cell_part, read_cells
 
 if TYPE_CHECKING:
-    from grader.assignment import Assignment
-    from grader.check import CheckResult
+    from grader.course.manifest import Assignment
+    from grader.student.check import CheckResult
 
 # Starting Python, pytest and torch in the child, and collecting the tests.
 START_ALLOWANCE_S = 120.0
@@ -109,7 +109,7 @@ def notebook_json(cells: Sequence[tuple[int, str]]) -> dict[str, Any]:
 
 def check(part: str | None = None, *, assignment: str | None = None) -> None:
     """Run `part`'s public tests (default: every part's) on the code as it ran; show the table."""
-    from grader.check import print_check
+    from grader.student.check import print_check
 
     chosen, student_dir = _locate(assignment)
     parts = [part] if part is not None else [p.id for p in chosen.parts]
@@ -208,8 +208,8 @@ def _code_cell(source: str) -> Any:
 
 def _locate(assignment_name: str | None) -> tuple[Assignment, Path]:
     """The assignment and the student's folder, from the kernel's working folder."""
-    from grader.assignment import choose_assignment
-    from grader.check import locate_student_folder
+    from grader.course.manifest import choose_assignment
+    from grader.student.check import locate_student_folder
 
     here = Path.cwd()
     chosen, _ = choose_assignment(assignment_name, here)
@@ -235,7 +235,7 @@ def _snapshot(
 
 def _outer_limit(assignment: Assignment, parts: Sequence[str]) -> float:
     """What the child may take: each part's timeouts at the per-test limit, plus start-up."""
-    from grader.suites import TIMEOUTS_PER_PART
+    from grader.grading.suites import TIMEOUTS_PER_PART
 
     per_part = max(assignment.limits.part_budget, TIMEOUTS_PER_PART * assignment.limits.timeout_s)
     return START_ALLOWANCE_S + per_part * len(parts)
@@ -303,8 +303,8 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
 
 def _check_result(data: dict[str, Any]) -> CheckResult:
     """The CheckResult `check --json` wrote (its to_json), rebuilt."""
-    from grader.check import CheckResult, PartCheck
-    from grader.public_run import PublicTest
+    from grader.student.check import CheckResult, PartCheck
+    from grader.student.run import PublicTest
 
     def build(kind: type[Any], values: dict[str, Any], **extra: Any) -> Any:
         names = {field.name for field in fields(kind)}

@@ -10,7 +10,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import partial
 
-from grader.assignment import Part
+from grader.course.manifest import Part
 from grader.notebook.cells import Cell
 from grader.notebook.statements import ParsedCell, Statement
 

@@ -1,7 +1,7 @@
 """The submitted notebook as staff see it: one inert HTML page, outputs and images kept.
 
 The notebook is student bytes, so the whole rendering (reading it, out of a zip where it
-came in one, nbformat, nbconvert) runs in a bounded child (`grader.bounded.run_bounded`):
+came in one, nbformat, nbconvert) runs in a bounded child (`grader.intake.bounded.run_bounded`):
 a notebook that is huge, deeply nested or slow to convert costs that child's time and
 memory, and the page then says why it is missing. Outputs larger than `MAX_OUTPUT_BYTES`
 each, or past `MAX_OUTPUTS_BYTES` in all, are replaced by a line saying how large they were.
@@ -22,8 +22,8 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from grader.atomic import write_text_atomic
-from grader.bounded import run_bounded
+from grader.intake.bounded import run_bounded
+from grader.results.atomic import write_text_atomic
 
 # A notebook read for the page: larger than the 20 MiB graded, so that a notebook with one
 # huge output is still shown (that output cut).

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from grader.assignment import Assignment, Part
+from grader.course.manifest import Assignment, Part
 from grader.errors import SubmissionError
+from grader.intake.source_check import decode_source
 from grader.notebook.cells import (
     DROPPED,
     MAX_CODE_CHARS,
@@ -18,7 +19,6 @@ from grader.notebook.cells import (
 )
 from grader.notebook.origin import render_part_file
 from grader.notebook.statements import ParsedCell, Statement, parse_cell
-from grader.source_check import decode_source
 
 
 @dataclass(frozen=True)

@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from grader.errors import ConfigError
-from grader.jsonlines import JsonLines
+from grader.intake.source_check import import_closure
 from grader.sandbox.feedback import CPU_GRACE_S, interpret, read_capped
 from grader.sandbox.identity import SandboxIdentity, claim_identity, kill_uid, remove_files_of
+from grader.sandbox.jsonlines import JsonLines
 from grader.sandbox.protocol import EXIT_SETUP, MAX_OPEN_FILES, Config, Job, SubmissionRequest
 from grader.sandbox.settings import PROTECTION_NAMES, SandboxSettings
-from grader.source_check import import_closure
 
 log = logging.getLogger(__name__)
 
@@ -475,7 +475,7 @@ class Sandbox:
 
     def _module_view(self, module: str) -> Path:
         """The files a job of `module` can import: its own and those it imports, directly or
-        through another (`grader.source_check.import_closure`), copied once per submission.
+        through another (`grader.intake.source_check.import_closure`), copied once per submission.
 
         Only these are on its path, and readable where the sandbox confines reads: a module
         named in a string (`unittest.mock.patch("other_part.helper")`) reaches no file that

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.assignment import Limits
+from grader.course.manifest import Limits
 from grader.sandbox.protocol import EXIT_RAISED, EXIT_UNREPORTABLE, IMPORTED
 from grader.sandbox.wire import decode_result, short_message
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from grader.assignment import Limits
+from grader.course.manifest import Limits
 from grader.errors import UsageError
 
 # For the grader's own test suite: a shorter per-test time limit than the manifest's.

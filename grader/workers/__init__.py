@@ -2,6 +2,6 @@
 `gradescope` and `batch`.
 
 `protocol.py` states what crosses between a command and its workers; `process.py` is the
-worker process (it grades with `grader.grade`); `executors.py` runs workers, as local
+worker process (it grades with `grader.grading.grade`); `executors.py` runs workers, as local
 processes or as Ray tasks. The commands use this package; nothing in it imports a command.
 """

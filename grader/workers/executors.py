@@ -25,16 +25,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from grader.assignment import Assignment
-from grader.course import PACKAGE_ROOT
-from grader.devices import resolve_device
+from grader.course.manifest import Assignment
+from grader.course.root import PACKAGE_ROOT
 from grader.errors import GraderError, UsageError
-from grader.grade import GradeSettings, crashed_result
-from grader.jsonlines import JsonLines
-from grader.results import GradingResult
+from grader.grading.devices import resolve_device
+from grader.grading.grade import GradeSettings, crashed_result
+from grader.grading.seeds import grading_seed
+from grader.results.model import GradingResult
+from grader.sandbox.jsonlines import JsonLines
+from grader.sandbox.scratch import scratch_folder
 from grader.sandbox.settings import BUDGET_OVERRIDE_ENV, TIMEOUT_OVERRIDE_ENV
-from grader.scratch import scratch_folder
-from grader.seeds import grading_seed
 from grader.workers.process import GradingWorker
 from grader.workers.protocol import (
     MAX_REPLY_BYTES,

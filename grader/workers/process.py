@@ -13,18 +13,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from grader.assignment import load_assignment
-from grader.devices import resolve_device
-from grader.grade import (
+from grader.course.manifest import load_assignment
+from grader.grading.devices import resolve_device
+from grader.grading.grade import (
     GradeSettings,
     configure_trusted_process,
     grade_submission,
     sandbox_settings,
 )
-from grader.refcache import ReferenceCache
-from grader.results import GradingResult
+from grader.grading.refcache import ReferenceCache
+from grader.results.model import GradingResult
 from grader.sandbox.heap import collapse_private_memory
-from grader.scratch import scratch_folder
+from grader.sandbox.scratch import scratch_folder
 from grader.workers.protocol import (
     SCRATCH_PREFIX,
     Done,

@@ -25,9 +25,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict, get_args, get_origin, get_type_hints
 
-from grader.assignment import Assignment
-from grader.report import MAX_REPORT_BYTES
-from grader.results import GradingResult
+from grader.course.manifest import Assignment
+from grader.results.model import GradingResult
+from grader.results.report import MAX_REPORT_BYTES
 
 # The scratch folders of workers (and of the coordinator that holds theirs) start so.
 SCRATCH_PREFIX = "grader-batch-"

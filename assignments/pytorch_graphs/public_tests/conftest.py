@@ -3,7 +3,7 @@
 `python -m grader check` runs these tests and prints a table per part. The fixtures every
 assignment's public tests use (`student_dir`, `load_part`, `part`, `load_fixture`,
 `expected`, `device`, the `points` marker) come from the grader's plugin,
-`grader.public_plugin`, loaded below so that plain pytest works too::
+`grader.student.plugin`, loaded below so that plain pytest works too::
 
     cd assignments/pytorch_graphs
     pytest public_tests
@@ -35,7 +35,7 @@ COURSE_ROOT = Path(__file__).resolve().parents[3]
 if importlib.util.find_spec("grader") is None and (COURSE_ROOT / "grader").is_dir():
     sys.path.insert(0, str(COURSE_ROOT))
 
-pytest_plugins = ("grader.public_plugin",)
+pytest_plugins = ("grader.student.plugin",)
 
 
 class PretrainedNet(nn.Module):

@@ -19,4 +19,4 @@ COURSE_ROOT = Path(__file__).resolve().parents[3]
 if importlib.util.find_spec("grader") is None and (COURSE_ROOT / "grader").is_dir():
     sys.path.insert(0, str(COURSE_ROOT))
 
-pytest_plugins = ("grader.public_plugin",)
+pytest_plugins = ("grader.student.plugin",)

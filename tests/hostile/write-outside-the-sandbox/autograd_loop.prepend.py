@@ -8,7 +8,7 @@ _targets = [
     "/etc/passwd",
     "/etc/hostile",
     "/root/hostile",
-    "/work/main/grader/plugin.py",
+    "/work/main/grader/grading/plugin.py",
     "/work/main/solutions/pytorch_basics/autograd_loop.py",
     _os.path.join(_sysconfig.get_path("purelib"), "hostile.pth"),
     _os.path.join(_os.path.dirname(__file__), "autograd_loop.py"),
