@@ -37,7 +37,7 @@ import pytest
 
 from grader.course.manifest import load_assignment
 from grader.grading.scoring import GATED_AFTER_NOTE, GATED_NOTE
-from grader.intake.submission import near_miss_key
+from grader.intake.near_miss import near_miss_key
 from tests.support import (
     ASSIGNMENT_DIR,
     REFERENCE_AND_STUBS,

@@ -16,7 +16,9 @@ from grader.course.manifest import choose_assignment, load_assignment
 from grader.course.root import AssignmentChoiceNeeded
 from grader.errors import SubmissionError
 from grader.intake import source_check
-from grader.intake.submission import MAX_SOURCE_BYTES, near_miss_key, prepare_submission
+from grader.intake.collect import MAX_SOURCE_BYTES
+from grader.intake.near_miss import near_miss_key
+from grader.intake.submission import prepare_submission
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 GOOD = "def forward_backward(x, y, w1, w2):\n    return x\n"
@@ -156,9 +158,9 @@ def test_a_coding_line_is_honoured_and_rewritten_to_utf8(tmp_path: Path) -> None
 def test_an_oversized_archive_is_refused_before_it_is_opened(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import grader.intake.submission
+    import grader.intake.collect
 
-    monkeypatch.setattr(grader.intake.submission, "MAX_ARCHIVE_BYTES", 1000)
+    monkeypatch.setattr(grader.intake.collect, "MAX_ARCHIVE_BYTES", 1000)
     archive = make_zip(tmp_path / "big.zip", {"manual_backprop.py": os.urandom(4000)})
     with pytest.raises(SubmissionError, match="limit"):
         prepare_submission(archive, ASSIGNMENT, tmp_path / "clean")

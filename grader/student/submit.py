@@ -22,13 +22,9 @@ from rich.text import Text
 from grader.course.manifest import Assignment
 from grader.errors import SubmissionError
 from grader.intake.bounded import run_bounded
+from grader.intake.near_miss import near_miss_advice, near_misses
 from grader.intake.source_check import CHECK_MEMORY_BYTES, SOURCE_CHECK_SECONDS
-from grader.intake.submission import (
-    PreparedSubmission,
-    near_miss_advice,
-    near_misses,
-    prepare_submission,
-)
+from grader.intake.submission import PreparedSubmission, prepare_submission
 from grader.results.atomic import ZipEntry, replacing, write_zip
 from grader.student.check import (
     CheckResult,
