@@ -123,6 +123,27 @@ def test_failures_show_what_differed_and_a_hint_without_traceback(starter_kit: P
 
 
 @pytest.mark.slow
+def test_check_gives_the_hint_grading_gives(starter_kit: Path) -> None:
+    # The corpus case whose graded feedback carries the manifest's own [[hints]] text.
+    folder = copy_reference_into(starter_kit)
+    shutil.copy(
+        SUBMISSIONS / "autograd-loop-transposes-w1" / "autograd_loop.py",
+        folder / "autograd_loop.py",
+    )
+    _, data = check_json(starter_kit, "--part", "autograd_loop")
+    graded_hint = next(
+        hint.text
+        for hint in load_assignment("pytorch_basics").hints
+        if "shapes cannot be multiplied" in hint.match
+    )
+    errors = [test for test in data["tests"] if test["outcome"] == "error"]
+    assert errors, data["tests"]
+    for test in errors:
+        assert "shapes cannot be multiplied" in test["message"]
+        assert test["hint"] == graded_hint
+
+
+@pytest.mark.slow
 def test_passes_that_grading_would_not_count_earn_nothing_and_say_what_they_wait_for(
     starter_kit: Path,
 ) -> None:

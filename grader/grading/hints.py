@@ -33,8 +33,8 @@ NUMPY_HINT = Hint(
 GENERIC_HINTS = (
     Hint(
         ("leaf Variable that requires grad is being used in an in-place operation",),
-        "update the weights inside `with torch.no_grad():` (w1 -= learning_rate * w1.grad), "
-        "so the update itself is not recorded by autograd.",
+        "update the weights inside `with torch.no_grad():` (weight -= learning_rate * "
+        "weight.grad), or with an optimizer's step(), so autograd does not record the update.",
     ),
     Hint(
         ("does not require grad and does not have a grad_fn",),

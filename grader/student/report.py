@@ -27,7 +27,11 @@ from typing import IO, Any
 
 import pytest
 
+from grader.course.manifest import parse_manifest
+from grader.errors import ConfigError
+from grader.grading.hints import Hint, error_hint
 from grader.grading.suites import display_name
+from grader.student.plugin import MANIFEST, assignment_folder
 
 # The fixtures and marker public tests use, so an assignment needs no conftest.py for them.
 pytest_plugins = ("grader.student.plugin",)
@@ -97,6 +101,7 @@ class PublicReport:
     def __init__(self, path: Path, student_dir: str) -> None:
         self.stream: IO[str] = path.open("a", encoding="utf-8")
         self.student_dir = Path(student_dir).resolve() if student_dir else None
+        self.hints_by_folder: dict[Path, tuple[Hint, ...]] = {}
 
     def write(self, record: dict[str, Any]) -> None:
         self.stream.write(json.dumps(record) + "\n")
@@ -131,6 +136,8 @@ class PublicReport:
         if verdict is None or verdict["outcome"] == "passed":
             if report.failed and call.excinfo is not None:
                 verdict = self.describe(call.excinfo, report.when)
+                if verdict["outcome"] == "error" and not verdict["hint"]:
+                    verdict["hint"] = self.error_hint(item, call.excinfo, verdict["message"])
             elif report.skipped:
                 verdict = {"outcome": "skipped", "message": _skip_reason(report), "hint": ""}
             elif verdict is None:
@@ -184,6 +191,45 @@ class PublicReport:
             f"{text}\nwhile the test ran {self.test_line(excinfo)}",
             "Check what your function returns: its docstring says the type and shape.",
         )
+
+    def error_hint(
+        self, item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], message: str
+    ) -> str:
+        """The hint grading gives for the same error: the manifest's [[hints]] first, then the
+        generic PyTorch ones (grader/grading/hints.py), so `check` and `grade` agree."""
+        callspec = getattr(item, "callspec", None)
+        device = str(callspec.params.get("device", "cpu")) if callspec is not None else "cpu"
+        hint = error_hint(
+            message,
+            device,
+            part=test_info(item).part,
+            assignment_hints=self.assignment_hints(Path(str(item.path))),
+            takes_device=self.student_function_takes_device(excinfo),
+        )
+        return hint.removeprefix("Hint: ")
+
+    def assignment_hints(self, test_file: Path) -> tuple[Hint, ...]:
+        folder = assignment_folder(test_file)
+        if folder not in self.hints_by_folder:
+            try:
+                hints = parse_manifest(folder / MANIFEST).hints
+            except (ConfigError, OSError):
+                hints = ()  # a kit without a readable manifest still gets the generic hints
+            self.hints_by_folder[folder] = hints
+        return self.hints_by_folder[folder]
+
+    def student_function_takes_device(self, excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
+        """Whether a function of the student's files in the traceback has a `device` parameter
+        (grading asks the same of the reference, which `check` does not have)."""
+        for entry in excinfo.traceback:
+            path = Path(str(entry.path))
+            if self.student_dir is None or not path.is_absolute():
+                continue
+            if path.resolve().parent == self.student_dir:
+                code = entry.frame.code.raw
+                if "device" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
+                    return True
+        return False
 
     def student_location(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
         """'line N of file.py' for the deepest frame in the student's files, or ''."""
