@@ -24,7 +24,7 @@ never runs that block): a job cannot import it either, so forcing the block to r
 (`__name__ = "__main__"`) gets an ImportError, not its code.
 
 Nothing here bounds its own work: the plugin runs every hidden test that reads student source
-in a limited child (`GradingSession.run_source_test` in grader/grading/plugin.py).
+in a limited child (`GradingSession.run_source_test` in grader/grading/session.py).
 """
 
 from __future__ import annotations

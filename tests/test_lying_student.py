@@ -1,6 +1,6 @@
 """Lying student sides against the hidden suites: no gate-opening test may pass against one.
 
-A gate-opening test (see grader.grading.plugin.opens_gate) lets a part's self-reported and
+A gate-opening test (see grader.grading.gate.opens_gate) lets a part's self-reported and
 static-rule tests count. If one passes when the student side lies (constants, the
 reference's outputs for another seed, earlier outputs replayed), a submission that
 implements nothing collects those points.

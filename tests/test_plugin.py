@@ -20,12 +20,14 @@ import torch.distributed.tensor  # noqa: F401
 
 from grader.authoring.liars import HONEST, run_against
 from grader.course.manifest import Assignment, Limits, parse_manifest
-from grader.grading import plugin
+from grader.grading import session as grading_session
+from grader.grading.gate import holds_seed
 from grader.grading.grade import GradeSettings, grade_submission
 from grader.grading.hints import error_hint
-from grader.grading.plugin import GraderPlugin, GradingSession, holds_seed
+from grader.grading.plugin import GraderPlugin
 from grader.grading.scoring import score_tests
 from grader.grading.seeds import HIDDEN_SEED_FLOOR, hidden_seed
+from grader.grading.session import GradingSession
 from grader.grading.suites import TIMEOUTS_PER_PART
 from grader.intake.submission import PreparedSubmission
 from grader.results.model import TestResult
@@ -965,7 +967,7 @@ def test_source_tests_report_their_verdicts_from_the_bounded_child(tmp_path: Pat
 def test_a_source_test_past_its_time_bound_costs_only_its_part(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(plugin, "SOURCE_TEST_SECONDS", 0.5)
+    monkeypatch.setattr(grading_session, "SOURCE_TEST_SECONDS", 0.5)
     assignment = toy_course(tmp_path, {"endless": TOY_ENDLESS_SOURCE_TESTS, "toy": TOY_TESTS})
     records, broken = run_against(assignment, HONEST, device="cpu", grading_seed=7)
     assert not broken

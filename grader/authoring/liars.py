@@ -1,6 +1,6 @@
 """Replay lying student sides against an assignment's hidden suites.
 
-A test opens its part's gate (see `grader.grading.plugin.opens_gate`) when it compared the student's
+A test opens its part's gate (see `grader.grading.gate.opens_gate`) when it compared the student's
 outputs with the reference's on inputs drawn from the hidden seed. Whether its assertions
 really depend on those inputs is a property of the test the plugin cannot see, so it is
 checked here: the real hidden suites run through the real plugin, but `Sandbox.result`
@@ -28,9 +28,11 @@ import pytest
 import torch
 
 from grader.course.manifest import Assignment
+from grader.grading.gate import SEED_SEARCH_DEPTH, holds_seed
 from grader.grading.grade import run_hidden_suite
-from grader.grading.plugin import SEED_SEARCH_DEPTH, GraderPlugin, GradingSession, holds_seed
+from grader.grading.plugin import GraderPlugin
 from grader.grading.seeds import grading_seed, hidden_seed
+from grader.grading.session import GradingSession
 from grader.grading.suites import display_name
 from grader.intake.submission import PreparedSubmission
 from grader.results.model import TestResult
@@ -207,15 +209,22 @@ def _same(a: Any, b: Any) -> bool:
     return False
 
 
-def _taken_from(honest: Any, computed: list[Any]) -> Any:
+def _taken_from(honest: Any, computed: list[Any], found: list[str], where: str = "") -> Any:
     """`honest` with each number and tensor replaced by an equal one from `computed`, or
-    zeroed where there is none (flags and text kept, as `zeroed` keeps them)."""
+    zeroed where there is none (flags and text kept, as `zeroed` keeps them). Where each
+    replaced value sits in the output (`["losses"]`, `[0]`) is added to `found`."""
     if isinstance(honest, torch.Tensor | float) and not isinstance(honest, bool):
-        return next((leaf for leaf in computed if _same(leaf, honest)), zeroed(honest))
+        match = next((leaf for leaf in computed if _same(leaf, honest)), None)
+        if match is None:
+            return zeroed(honest)
+        found.append(where)
+        return match
     if isinstance(honest, dict):
-        return {k: _taken_from(v, computed) for k, v in honest.items()}
+        return {k: _taken_from(v, computed, found, f"{where}[{k!r}]") for k, v in honest.items()}
     if isinstance(honest, list | tuple):
-        return type(honest)(_taken_from(v, computed) for v in honest)
+        return type(honest)(
+            _taken_from(v, computed, found, f"{where}[{i}]") for i, v in enumerate(honest)
+        )
     return zeroed(honest)
 
 
@@ -240,7 +249,12 @@ def _probe_computed(sandbox: LyingSandbox, job: Job, honest: Any) -> Any:
         pass
     finally:
         sys.setprofile(None)
-    return _taken_from(honest, _leaves(computed))
+    found: list[str] = []
+    answer = _taken_from(honest, _leaves(computed), found)
+    sandbox.probe_computed.setdefault(sandbox.test_name, set()).update(
+        f"{job.probe}(){where}" for where in found
+    )
+    return answer
 
 
 HONEST = Lie("honest", "returned the reference's own outputs", _honest)
@@ -293,6 +307,9 @@ class LyingSandbox(Sandbox):
         # Tests that judged data on inputs drawn from their hidden seed where no student code
         # runs (`judge`): their verdict depends on the seed there.
         self.judged_on_seeded_inputs: set[str] = set()
+        # Per test, the outputs (`probe()["key"]`) the probe-computed lie took from values
+        # the probe computed itself: what the author should stop computing there.
+        self.probe_computed: dict[str, set[str]] = {}
 
     def begin_test(self, test_seed: int, name: str = "") -> None:
         self.test_seed = test_seed
@@ -393,7 +410,7 @@ def gate_openers_against_liars(assignment: Assignment, *, device: str = "cpu") -
     opens even with the reference's own outputs (it could never score), or a test that asks
     for `compare` and never calls it. Notes: each unmarked test graded as self-reported."""
     seed = grading_seed()
-    where = f"{assignment.id} (grading seed {seed}, {device})"
+    where = f"[grading seed {seed}, {device}]"
     problems: list[str] = []
     honest, broken = run_against(assignment, HONEST, device=device, grading_seed=seed)
     if broken:
@@ -424,15 +441,41 @@ def gate_openers_against_liars(assignment: Assignment, *, device: str = "cpu") -
                 "score. Call `compare` with the `seed` fixture's value in its arguments."
             )
     for lie in LIES:
-        records, broken, sandbox = _run_lying(assignment, lie, device=device, grading_seed=seed)
+        passed, broken, sandbox = _gate_openers_passing(assignment, lie, device, seed)
+        if passed and lie.tests_seed_dependence:
+            # Another seed's answers can pass by chance (a test whose outputs take few values):
+            # what passes is confirmed under a second grading seed before it is reported.
+            confirmation = grading_seed()
+            again, broken, _ = _gate_openers_passing(assignment, lie, device, confirmation)
+            passed = [test for test in passed if test.name in {t.name for t in again}]
+            where = f"[grading seeds {seed} and {confirmation}, {device}]"
         if broken:
             problems.append(f"{where}: the hidden suite could not run against a liar: {broken}")
             continue
-        exempt = sandbox.judged_on_seeded_inputs if lie.tests_seed_dependence else set()
-        for test in records:
-            if test.outcome == "passed" and not test.gated and test.name not in exempt:
-                problems.append(
-                    f"{where}: part {test.part}: {test.name!r} opens the gate but passed "
-                    f"against a student side that {lie.description}. {lie.advice}"
-                )
+        for test in passed:
+            forged = sorted(sandbox.probe_computed.get(test.name, ()))
+            source = (
+                f" It reported what the probe computed for {', '.join(forged)}." if forged else ""
+            )
+            problems.append(
+                f"{where}: part {test.part}: {test.name!r} opens the gate but passed "
+                f"against a student side that {lie.description}.{source} {lie.advice}"
+            )
+        where = f"[grading seed {seed}, {device}]"
     return LiarFindings(problems, notes)
+
+
+def _gate_openers_passing(
+    assignment: Assignment, lie: Lie, device: str, seed: int
+) -> tuple[list[TestResult], str, LyingSandbox]:
+    """The gate-opening tests that passed against `lie` (those judged on seeded inputs where
+    no student code runs exempt from the seed lies), why the suite could not run, and the
+    lying sandbox."""
+    records, broken, sandbox = _run_lying(assignment, lie, device=device, grading_seed=seed)
+    exempt = sandbox.judged_on_seeded_inputs if lie.tests_seed_dependence else set()
+    passed = [
+        test
+        for test in records
+        if test.outcome == "passed" and not test.gated and test.name not in exempt
+    ]
+    return passed, broken, sandbox

@@ -225,7 +225,8 @@ def grade_submission(
     """
     import pytest
 
-    from grader.grading.plugin import GraderPlugin, GradingSession
+    from grader.grading.plugin import GraderPlugin
+    from grader.grading.session import GradingSession
 
     started = time.monotonic()
     seed = grading_seed(settings.seed)
