@@ -29,6 +29,8 @@ def test_liars_find_a_gate_opener_whose_answer_ignores_the_seed(tmp_path: Path) 
     ignored = [line for line in problems if "'seed ignored by the probe'" in line]
     never = [line for line in problems if "can never score" in line]
     assert ignored and all(f"part {toy}:" in line for line in ignored), problems
+    # A seed lie's finding is confirmed under a second grading seed before it is reported.
+    assert any("[grading seeds " in line for line in ignored), ignored
     assert len(never) == 1 and f"part {reports}:" in never[0], problems
     assert sorted(ignored + never) == sorted(problems)
     # Tests that did not compare on seeded inputs and carry no marker: graded as
@@ -80,6 +82,10 @@ def test_validate_finds_a_probe_that_computes_its_answer_where_student_code_runs
     assert "'answer computed beside the call' opens the gate" in problems[0]
     assert "values the probe computes itself" in problems[0]
     assert "Compute the expected answer on the trusted side" in problems[0]
+    # It names the output the probe computed itself, once, after the assignment's label.
+    assert "what the probe computed for doubled_beside_its_answer()['expected'], " in problems[0]
+    assert "doubled_beside_its_answer()['y']." in problems[0]
+    assert problems[0].count(assignment.id) == 0
 
 
 @pytest.mark.parametrize("lie", LIES, ids=[lie.name for lie in LIES])
