@@ -2,6 +2,10 @@
 
 - `client`: the trusted side: the `Sandbox` (start the server, hand it jobs, enforce the
   wall time from outside, sweep what is left);
+- `zygote`: the zygote process, started as a fresh interpreter or forked from a worker, and
+  the reader of the JSON lines it and its servers send back;
+- `job_files`: what jobs can read (each part module's files, probe copies), written once
+  per submission and readable by the sandbox's group alone;
 - `settings`: what a sandbox is asked for, and the names of its protections for notices;
 - `server`: the student side, a script run with `python -I` that imports only the standard
   library and torch: the zygote, each submission's fork server, and the student process's

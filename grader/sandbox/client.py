@@ -11,49 +11,43 @@ code is never imported or unpickled here. docs/security.md describes the whole m
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import importlib.util
 import json
 import logging
 import os
 import pickle
-import select
 import shutil
 import signal
 import socket
 import stat
 import subprocess
-import sys
 import tempfile
 import time
-import traceback
-from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from grader.errors import ConfigError
-from grader.intake.source_check import import_closure
 from grader.sandbox.feedback import CPU_GRACE_S, interpret, read_capped
 from grader.sandbox.identity import SandboxIdentity, claim_identity, kill_uid, remove_files_of
-from grader.sandbox.jsonlines import JsonLines
+from grader.sandbox.job_files import SharedFiles, give_to_sandbox_group
 from grader.sandbox.protocol import EXIT_SETUP, MAX_OPEN_FILES, Config, Job, SubmissionRequest
 from grader.sandbox.settings import PROTECTION_NAMES, SandboxSettings
+from grader.sandbox.zygote import (
+    MessageLines,
+    PreforkedZygote,
+    scrubbed_environment,
+    start_zygote,
+)
 
 log = logging.getLogger(__name__)
 
-SERVER_SCRIPT = Path(__file__).with_name("server.py")
-# Descriptors a forked zygote closes: everything this process had open but the protocol's.
-MAX_INHERITED_FD = 65536
 # World-writable places that each job gets as a private, empty, size-capped tmpfs.
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 SERVER_START_TIMEOUT_S = 180.0
 PROTOCOL_TIMEOUT_S = 30.0
 # The job's monitor enforces the wall time; this side kills everything if it has not by then.
 BACKSTOP_GRACE_S = 5.0
-# The server's messages are small (job started, job exited, ready); a longer line is dropped.
-MAX_MESSAGE_BYTES = 1 << 20
 
 
 class SandboxError(RuntimeError):
@@ -71,22 +65,6 @@ class PendingJob:
     started: float = field(default_factory=time.monotonic)
 
 
-def _scrubbed_environment(settings: SandboxSettings, home: Path) -> dict[str, str]:
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "LANG": "C.UTF-8",
-        "HOME": str(home),
-        "TMPDIR": str(home),
-        "OMP_NUM_THREADS": str(settings.threads),
-        "MKL_NUM_THREADS": str(settings.threads),
-        # Ask NVML, not the CUDA driver, whether a GPU exists, so the server stays forkable.
-        "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
-    }
-    if "CUDA_VISIBLE_DEVICES" in os.environ:
-        env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
-    return env
-
-
 def _started(progress: Path) -> bool:
     """Whether the student process got as far as starting the student's code."""
     try:
@@ -102,77 +80,6 @@ def _restrict(path: Path) -> None:
         if not stat.S_ISLNK(mode) and mode & 0o007:
             path.chmod(stat.S_IMODE(mode) & ~0o007)
             log.info("removed other users' access to %s", path)
-
-
-class PreforkedZygote:
-    """The sandbox's zygote, forked from this process rather than started as a new one.
-
-    `import torch` is most of what starting a grader costs, and the trusted side and the
-    zygote each paid it. A process that has imported torch but holds nothing of a grading
-    run yet (a grading worker before it reads its first line) forks the zygote from itself
-    instead, and the two share one import. The zygote holds what this process held at the
-    fork, so only fork where that is nothing secret: no submission, no solution, no seed, and
-    an environment already scrubbed (a student process can read the initial environment
-    block it inherits). It then runs server.py's `main`, as `python -I server.py` would.
-    Duck-types the parts of `subprocess.Popen` the sandbox uses: pid, stdout, poll, wait.
-    """
-
-    def __init__(self) -> None:
-        self.control, zygote_end = socket.socketpair()
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child becomes the zygote and never returns
-            _become_zygote(zygote_end.fileno(), write_fd)
-        zygote_end.close()
-        os.close(write_fd)
-        self.pid = pid
-        self.stdout = os.fdopen(read_fd, "rb", buffering=0)
-        self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        return self._reap(os.WNOHANG)
-
-    def wait(self) -> int:
-        returncode = self._reap(0)
-        assert returncode is not None
-        return returncode
-
-    def _reap(self, flags: int) -> int | None:
-        if self.returncode is None:
-            try:
-                pid, status = os.waitpid(self.pid, flags)
-            except ChildProcessError:  # reaped elsewhere: its status is lost
-                self.returncode = -signal.SIGKILL
-            else:
-                if pid != 0:
-                    self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-
-def _become_zygote(control_fd: int, replies_fd: int) -> NoReturn:  # pragma: no cover
-    """In the forked child: the descriptors and session `python -I server.py` would have.
-
-    The environment, working folder and log come with the Config (server.py's `main`).
-    """
-    code = 1
-    try:
-        os.setsid()
-        os.dup2(control_fd, 0)
-        os.dup2(replies_fd, 1)
-        os.closerange(3, MAX_INHERITED_FD)
-        # What `-I` leaves out: the working folder and PYTHONPATH (the course checkout).
-        extra = {"", os.getcwd(), *os.environ.get("PYTHONPATH", "").split(os.pathsep)}
-        sys.path[:] = [entry for entry in sys.path if entry not in extra]
-        spec = importlib.util.spec_from_file_location("_grader_sandbox_server", SERVER_SCRIPT)
-        assert spec is not None and spec.loader is not None
-        server = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = server  # as for any module: its dataclasses look it up
-        spec.loader.exec_module(server)
-        code = server.main()
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        os._exit(code)
 
 
 class Sandbox:
@@ -194,9 +101,6 @@ class Sandbox:
         # A zygote forked from this process before it held anything secret: the first start
         # uses it; a restart after it died starts a fresh interpreter.
         self._preforked = preforked
-        self.submission_files = dict(submission_files)
-        # File name -> the modules it imports: a job's module folder holds its import closure.
-        self.submission_imports: dict[str, tuple[str, ...]] = {}
         self.workdir = workdir
         self.identity: SandboxIdentity | None = None
         # What is in force for student code (environment.sandbox in report.json).
@@ -204,21 +108,17 @@ class Sandbox:
         # The zygote: its control socket (our end), and its replies on its stdout.
         self._process: subprocess.Popen[bytes] | PreforkedZygote | None = None
         self._control: socket.socket | None = None
-        self._zygote_replies = _Lines(-1)
+        self._zygote_replies = MessageLines(-1)
         # The current submission's server, forked by the zygote: its pid and protocol socket.
         self._server_pid = 0
         # The part module whose jobs the current server runs: each gets a server of its own.
         self._server_module = ""
         self._channel: socket.socket | None = None
-        self._replies = _Lines(-1)
+        self._replies = MessageLines(-1)
         self._job_count = 0
         self._ready = False
-        # What every job reads, written once per submission rather than once per job: the
-        # submission's files and the probe files, laid out under `shared/`.
-        self._shared_dir = workdir / "shared"
-        # The modules whose jobs' folders (`_module_view`) hold this submission's files.
-        self._module_views: set[str] = set()
-        self._shared_probes: dict[Path, Path] = {}
+        # What every job reads, written once per submission rather than once per job.
+        self.shared = SharedFiles(workdir / "shared", submission_files)
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -238,9 +138,7 @@ class Sandbox:
         nothing the last submission's servers held (its files, its output) is in their memory.
         """
         self._end_submission_server()
-        self.submission_files = dict(submission_files)
-        self.submission_imports = {name: tuple(found) for name, found in imports.items()}
-        self._module_views = set()
+        self.shared.use_submission(submission_files, imports)
 
     def start(self) -> None:
         self.launch()
@@ -287,36 +185,19 @@ class Sandbox:
             "parent": os.getpid(),
             "uid": self.identity.uid if self.identity else None,
             "gid": self.identity.gid if self.identity else None,
-            "environment": _scrubbed_environment(self.settings, self.workdir),
+            "environment": scrubbed_environment(self.settings, self.workdir),
         }
         preforked, self._preforked = self._preforked, None
         if preforked is not None:
             self._process, control = preforked, preforked.control
         else:
-            self._process, control = self._start_zygote(config)
+            self._process, control = start_zygote(config, self.workdir)
         assert self._process.stdout is not None
         self._control = control
-        self._zygote_replies = _Lines(self._process.stdout.fileno())
+        self._zygote_replies = MessageLines(self._process.stdout.fileno())
         self._ready = False
         with contextlib.suppress(OSError):
             control.sendall((json.dumps(config) + "\n").encode())
-
-    def _start_zygote(self, config: Config) -> tuple[subprocess.Popen[bytes], socket.socket]:
-        """A zygote of its own: a fresh interpreter that imports torch itself."""
-        log_file = (self.workdir / "server.log").open("ab")
-        # Its stdin is a unix socket: each submission's channel is handed over through it.
-        control, zygote_end = socket.socketpair()
-        with zygote_end, log_file:
-            process = subprocess.Popen(
-                [sys.executable, "-I", str(SERVER_SCRIPT)],
-                stdin=zygote_end.fileno(),
-                stdout=subprocess.PIPE,
-                stderr=log_file,
-                cwd=self.workdir,
-                env=config["environment"],
-                start_new_session=True,
-            )
-        return process, control
 
     def wait_ready(self) -> None:
         """Wait until the launched server has imported torch and probed its protections."""
@@ -407,11 +288,14 @@ class Sandbox:
             self._end_submission_server()
         # Before a server is forked: its request carries the probe file to the zygote, which
         # imports it once, so that no server imports it (and re-freezes its heap) itself.
-        probe_copy = self._probe_copy(probe_file)
+        probe_copy = self.shared.probe_copy(probe_file, self.identity)
         if self._channel is None:
             self._start_submission_server()
             self._server_module = module
-        submission_dir = self._module_view(module) if import_student else self._empty_view()
+        if import_student:
+            submission_dir = self.shared.module_view(module, self.identity)
+        else:
+            submission_dir = self.shared.empty_view(self.identity)
         self._job_count += 1
         job_dir = self.workdir / "jobs" / f"{self._job_count:04d}"
         job_dir.mkdir()
@@ -421,7 +305,7 @@ class Sandbox:
         home = job_dir / "home"  # the student's home only where no private /tmp is possible
         home.mkdir(mode=0o700)
         if self.identity:
-            self._give_to_sandbox_group(job_dir, job_dir / "input.pkl")
+            give_to_sandbox_group(self.identity, job_dir, job_dir / "input.pkl")
             os.chown(home, self.identity.uid, self.identity.gid)
             os.chmod(home, 0o700)
         timeout = self.settings.limits.timeout_s
@@ -472,58 +356,6 @@ class Sandbox:
         finally:
             if not self.settings.keep_jobs:
                 shutil.rmtree(job.job_dir, ignore_errors=True)
-
-    def _module_view(self, module: str) -> Path:
-        """The files a job of `module` can import: its own and those it imports, directly or
-        through another (`grader.intake.source_check.import_closure`), copied once per submission.
-
-        Only these are on its path, and readable where the sandbox confines reads: a module
-        named in a string (`unittest.mock.patch("other_part.helper")`) reaches no file that
-        the part's source rules did not read.
-        """
-        modules = self._shared_dir / "modules"
-        folder = modules / module
-        if module not in self._module_views:
-            if not self._module_views:  # only the submission being graded stays visible
-                shutil.rmtree(modules, ignore_errors=True)
-            folder.mkdir(parents=True)
-            for name in import_closure(self.submission_imports, f"{module}.py"):
-                if name in self.submission_files:
-                    shutil.copyfile(self.submission_files[name], folder / name)
-            if self.identity:
-                self._give_to_sandbox_group(self._shared_dir, modules, folder, *folder.iterdir())
-            self._module_views.add(module)
-        return folder
-
-    def _empty_view(self) -> Path:
-        """A job's module folder that holds no file of the submission."""
-        folder = self._shared_dir / "no-student-code"
-        if not folder.exists():
-            folder.mkdir(parents=True)
-            if self.identity:
-                self._give_to_sandbox_group(self._shared_dir, folder)
-        return folder
-
-    def _probe_copy(self, probe_file: Path) -> Path:
-        """The probe file under a name of its content, so the server can import it just once."""
-        if probe_file not in self._shared_probes:
-            content = probe_file.read_bytes()
-            folder = self._shared_dir / "probes"
-            folder.mkdir(parents=True, exist_ok=True)
-            copy = folder / f"{hashlib.sha256(content).hexdigest()[:24]}.py"
-            copy.write_bytes(content)
-            if self.identity:
-                self._give_to_sandbox_group(self._shared_dir, folder, copy)
-            self._shared_probes[probe_file] = copy
-        return self._shared_probes[probe_file]
-
-    def _give_to_sandbox_group(self, *paths: Path) -> None:
-        """Readable by this sandbox's group alone (not other sandboxes' uids), writable by
-        nobody but root: the student writes only through descriptors the monitor opened."""
-        assert self.identity is not None
-        for path in paths:
-            os.chown(path, 0, self.identity.gid)
-            os.chmod(path, 0o750 if path.is_dir() else 0o640)
 
     def _summary(self, exited: dict[str, Any] | None) -> dict[str, Any]:
         """What the server saw of the job (our code, never the student's), or a SandboxError."""
@@ -597,7 +429,7 @@ class Sandbox:
         assert self._control is not None
         ours, theirs = socket.socketpair()
         request: SubmissionRequest = {
-            "probe_files": [str(path) for path in self._shared_probes.values()]
+            "probe_files": [str(path) for path in self.shared.probe_copies()]
         }
         with theirs:
             try:
@@ -613,14 +445,14 @@ class Sandbox:
             raise SandboxError(f"the sandbox's zygote did not fork a server: {forked!r}")
         self._server_pid = int(forked["pid"])
         self._channel = ours
-        self._replies = _Lines(ours.fileno())
+        self._replies = MessageLines(ours.fileno())
 
     def _end_submission_server(self) -> None:
         """Close the submission's channel and kill its server (the zygote reaps it)."""
         channel, self._channel = self._channel, None
         if channel is not None:
             channel.close()
-        self._replies = _Lines(-1)
+        self._replies = MessageLines(-1)
         pid, self._server_pid = self._server_pid, 0
         if pid:
             # Not yet reaped (the zygote reaps only when asked for the next server): the
@@ -638,36 +470,3 @@ class Sandbox:
         # A server that is gone is noticed by the next receive.
         with contextlib.suppress(OSError):
             self._channel.sendall((json.dumps(message) + "\n").encode())
-
-
-class _Lines:
-    """The server's JSON messages, one a line, read from a descriptor with a timeout."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._reader = JsonLines(MAX_MESSAGE_BYTES)
-        self._ready: deque[dict[str, Any]] = deque()
-        # The other side closed its end (it died): no message will ever come.
-        self.closed = False
-
-    def receive(self, timeout: float) -> dict[str, Any] | None:
-        """The next message, or None on timeout or once the other side is gone."""
-        if self.fd < 0:
-            return None
-        deadline = time.monotonic() + timeout
-        while not self._ready:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            ready, _, _ = select.select([self.fd], [], [], remaining)
-            if not ready:
-                return None
-            try:
-                chunk = os.read(self.fd, 65536)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self.closed = True
-                return None
-            self._ready.extend(self._reader.feed(chunk))
-        return self._ready.popleft()

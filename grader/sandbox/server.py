@@ -1,8 +1,8 @@
 """The student side: a fork server that runs probes against student code, one process per job.
 
-Started by client.py as `python -I server.py`, or forked by a grading worker that has
-imported torch and holds nothing secret yet (client.PreforkedZygote, sharing that import),
-and given a scrubbed environment either way.
+Started as `python -I server.py` (zygote.py's `start_zygote`), or forked by a grading worker
+that has imported torch and holds nothing secret yet (zygote.py's `PreforkedZygote`, sharing
+that import), and given a scrubbed environment either way.
 It imports only the standard library and torch (never the grader package), imports torch
 once, triggers torch's lazy imports once, and then forks one fresh *student process* per
 job, which before any student code:
@@ -1074,7 +1074,7 @@ def _run_job(
     }
     ends = {name: os.pipe() for name in ("stdout", "stderr", "report")}
     # Each job compiles its own student file: a job holds no other part's code, which its
-    # module folder keeps out of reach (`Sandbox._module_view`).
+    # module folder keeps out of reach (`SharedFiles.module_view` in job_files.py).
     _import_probes(job.get("probe_file", ""), state.probe_modules)
     pid = namespaces.fork()
     if pid == 0:

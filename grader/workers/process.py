@@ -36,7 +36,8 @@ from grader.workers.protocol import (
 )
 
 if TYPE_CHECKING:
-    from grader.sandbox.client import PreforkedZygote, Sandbox
+    from grader.sandbox.client import Sandbox
+    from grader.sandbox.zygote import PreforkedZygote
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ def serve_worker(parent: int) -> NoReturn:
 
     # Nothing of the grade has been read yet (the coordinator gave us a scrubbed environment
     # and only its pid): the sandbox's zygote, forked now, shares our `import torch`.
-    from grader.sandbox.client import PreforkedZygote
+    from grader.sandbox.zygote import PreforkedZygote
 
     configure_trusted_process(GradeSettings().threads)
     preforked = PreforkedZygote()
