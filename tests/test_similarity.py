@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from grader.batch import similarity
+from grader.batch import fingerprints, similarity
 from grader.batch.discovery import BatchItem
 from grader.course.manifest import load_assignment
 from tests.support import COURSE_ROOT, SOLUTIONS_DIR
@@ -45,9 +45,9 @@ def every_pair(sources: dict[str, dict[str, str]]) -> list[tuple[Any, ...]]:
     found = []
     for part in ASSIGNMENT.parts:
         starter = (ASSIGNMENT.directory / part.file).read_text(encoding="utf-8")
-        boilerplate = sorted(similarity._fingerprint(starter, part.file, None).hashes)
+        boilerplate = sorted(fingerprints._fingerprint(starter, part.file, None).hashes)
         prints = {
-            key: similarity._fingerprint(texts[part.id], key, boilerplate)
+            key: fingerprints._fingerprint(texts[part.id], key, boilerplate)
             for key, texts in sorted(sources.items())
             if texts.get(part.id, "").strip()
         }
@@ -58,7 +58,7 @@ def every_pair(sources: dict[str, dict[str, str]]) -> list[tuple[Any, ...]]:
                 if not one.hashes or not two.hashes:
                     continue
                 _, shares, _ = compare_files(one, two)
-                if max(shares) >= similarity.MIN_SHARE:
+                if max(shares) >= fingerprints.MIN_SHARE:
                     pair = similarity.SimilarPair(
                         part.id,
                         first,
@@ -90,9 +90,9 @@ def test_the_index_lists_exactly_the_pairs_comparing_every_pair_lists(
             texts[part.id] = "\n".join(lines)
         sources[case.name] = texts
     # Comparing every pair sets nothing aside but the starter file.
-    monkeypatch.setattr(similarity, "MIN_COMMON_SUBMISSIONS", len(sources))
+    monkeypatch.setattr(fingerprints, "MIN_COMMON_SUBMISSIONS", len(sources))
     compared: list[tuple[str, str]] = []
-    real_candidates = similarity.candidate_pairs
+    real_candidates = fingerprints.candidate_pairs
 
     def candidates(prints: dict[str, Any]) -> list[tuple[str, str]]:
         found = real_candidates(prints)
@@ -118,7 +118,7 @@ def test_code_more_submissions_share_than_the_limit_is_boilerplate(
     copied = "".join(generated_function(rng) for _ in range(3))
     sources = {
         f"s{index:02d}": {PART.id: shared_by_all + generated_function(rng)}
-        for index in range(similarity.MIN_COMMON_SUBMISSIONS + 5)
+        for index in range(fingerprints.MIN_COMMON_SUBMISSIONS + 5)
     }
     for key in ("s03", "s17"):
         sources[key][PART.id] += copied
@@ -126,9 +126,9 @@ def test_code_more_submissions_share_than_the_limit_is_boilerplate(
     # Three quarters of every submission is code the whole class holds: only the copy is
     # listed, its shares counting the rest of the code.
     assert [(pair.first, pair.second) for pair, *_ in found] == [("s03", "s17")]
-    assert min(found[0][0].first_share, found[0][0].second_share) >= similarity.MIN_SHARE
+    assert min(found[0][0].first_share, found[0][0].second_share) >= fingerprints.MIN_SHARE
     # Counted as code of its own, the code everyone holds would list every pair.
-    monkeypatch.setattr(similarity, "MIN_COMMON_SUBMISSIONS", len(sources))
+    monkeypatch.setattr(fingerprints, "MIN_COMMON_SUBMISSIONS", len(sources))
     every = similarity.find_similar_pairs(sources, ASSIGNMENT, [])
     assert len(every) == len(sources) * (len(sources) - 1) // 2
 
@@ -172,13 +172,13 @@ def test_a_rerun_tokenises_only_new_or_changed_sources(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tokenised: list[str] = []
-    real_task = similarity._tokenise_task
+    real_task = fingerprints._tokenise_task
 
     def counting(texts: list[str]) -> Callable[[], list[Any]]:
         tokenised.extend(texts)
         return real_task(texts)
 
-    monkeypatch.setattr(similarity, "_tokenise_task", counting)
+    monkeypatch.setattr(fingerprints, "_tokenise_task", counting)
     files = class_files(4)
     items = write_class(tmp_path / "class", files)
     out = tmp_path / "out"
@@ -203,7 +203,7 @@ def test_a_submission_too_slow_to_tokenise_is_named_and_the_rest_compared(
 
     # Pygments takes seconds over 190,000 characters of `$` (each an error token), and a
     # submission may hold six such files; the bound here is half a second.
-    monkeypatch.setattr(similarity, "SUBMISSION_SECONDS", 0.5)
+    monkeypatch.setattr(fingerprints, "SUBMISSION_SECONDS", 0.5)
     slow = "$" * 190_000
     files = class_files(2)
     files["slow"] = {part.file: slow for part in ASSIGNMENT.parts}
@@ -219,8 +219,8 @@ def test_a_submission_too_slow_to_tokenise_is_named_and_the_rest_compared(
 
 def test_the_kept_tokens_are_read_as_data(tmp_path: Path) -> None:
     cache_file = tmp_path / "tokens.json"
-    cache = similarity.TokenCache(cache_file)
-    similarity.tokenise_sources({"a": [reference("manual_backprop.py")]}, cache)
+    cache = fingerprints.TokenCache(cache_file)
+    fingerprints.tokenise_sources({"a": [reference("manual_backprop.py")]}, cache)
     cache.save()
     data = json.loads(cache_file.read_text())
     (digest,) = data["sources"]
@@ -228,4 +228,4 @@ def test_the_kept_tokens_are_read_as_data(tmp_path: Path) -> None:
     for damaged in (["x", "not base64!"], ["x", "AAAA"], ["x"], "x", None):
         data["sources"][digest] = damaged
         cache_file.write_text(json.dumps(data))
-        assert similarity.TokenCache(cache_file).get(digest) is None
+        assert fingerprints.TokenCache(cache_file).get(digest) is None

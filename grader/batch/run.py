@@ -23,6 +23,7 @@ from rich.progress import (
 from rich.text import Text
 
 from grader.batch.discovery import BatchItem, discover_submissions
+from grader.batch.fingerprints import MIN_SHARE, SUBMISSION_SECONDS
 from grader.batch.gradebook import (
     CANVAS_FILE,
     REGRADE_DIFF_FILE,
@@ -46,13 +47,7 @@ from grader.batch.resume import (
     read_state,
     report_path,
 )
-from grader.batch.similarity import (
-    MAX_COMPARED_CHARS,
-    MIN_SHARE,
-    SUBMISSION_SECONDS,
-    SimilarPair,
-    class_similarity,
-)
+from grader.batch.similarity import MAX_COMPARED_CHARS, SimilarPair, class_similarity
 from grader.batch.stats import summarize
 from grader.batch.summary import write_notebook_pages, write_summary
 from grader.course.manifest import Assignment
