@@ -21,6 +21,7 @@ from grader.results.model import (
     TestResult,
 )
 from grader.results.report import Report, report_dict, report_from_dict
+from grader.workers.protocol import decode_result, encode_result
 from tests.test_gradescope import SCHEMA
 from tests.test_plugin import WRONG_STUDENT, run_hidden
 
@@ -105,6 +106,7 @@ def test_a_metric_earns_its_credit_and_says_value_thresholds_and_credit(
     tests = run.by_name()
     accuracy = tests["Share of entries equal to the reference's"]
     assert (accuracy.outcome, accuracy.credit, accuracy.gated) == ("passed", 0.75, False)
+    assert accuracy.metric == MetricScore.of("share close", 1.0, low=0.0, high=4 / 3)
     assert accuracy.message == (
         "share close: 1. Credit is linear from 0 (none) to 1.333 (full; higher is better): "
         "75% of this test's points."
@@ -122,6 +124,8 @@ def test_a_metric_at_the_low_threshold_fails_and_scores_nothing(
     run = run_hidden(pytester, {"wrong": WRONG_STUDENT}, {"wrong": METRIC_TESTS})
     accuracy = run.by_name()["Share of entries equal to the reference's"]
     assert (accuracy.outcome, accuracy.cause) == ("failed", "wrong answer")
+    # Recorded even where it earns nothing: validate reads a weak model's figure from it.
+    assert accuracy.metric == MetricScore.of("share close", 0.0, low=0.0, high=4 / 3)
     assert "share close: 0" in accuracy.message and "0% of this test's points" in accuracy.message
     # The comparison failed, so nothing opens the gate: the forged metric earns nothing.
     assert run.scores() == {"wrong": 0.0}
@@ -150,7 +154,11 @@ def test_leaderboard_entries_are_bounded_and_cleaned(pytester: pytest.Pytester) 
 
 
 def graded(
-    name: str, entries: tuple[LeaderboardEntry, ...], *, credit: float = 1.0
+    name: str,
+    entries: tuple[LeaderboardEntry, ...],
+    *,
+    credit: float = 1.0,
+    metric: MetricScore | None = None,
 ) -> GradingResult:
     test = TestResult(
         name="held-out accuracy",
@@ -161,6 +169,7 @@ def graded(
         max_score=10.0,
         credit=credit,
         leaderboard=entries,
+        metric=metric,
     )
     return GradingResult(
         assignment="fake",
@@ -198,6 +207,33 @@ def test_report_json_keeps_credit_and_leaderboard() -> None:
     assert back.tests[0].credit == 0.25
     assert back.leaderboard == (LeaderboardEntry("accuracy", 0.93),)
     assert "credit" not in report_dict(graded("b", ()))["tests"][0]
+
+
+@pytest.mark.parametrize("value", [0.8, math.nan])
+def test_report_json_and_the_workers_codec_keep_the_metric(value: float) -> None:
+    metric = MetricScore.of("held-out accuracy", value, low=0.5, high=0.9)
+    result = graded("a", (), credit=metric.credit, metric=metric)
+    written = json.loads(json.dumps(report_dict(result), allow_nan=False))
+    assert written["tests"][0]["metric"] == {
+        "name": "held-out accuracy",
+        "value": None if math.isnan(value) else value,
+        "low": 0.5,
+        "high": 0.9,
+    }
+    from_report = report_from_dict(written).result.tests[0].metric
+    from_worker = decode_result(json.loads(json.dumps(encode_result(result)))).tests[0].metric
+    for back in (from_report, from_worker):
+        assert back is not None and (back.name, back.low, back.high) == (
+            "held-out accuracy",
+            0.5,
+            0.9,
+        )
+        assert back.value == value or (math.isnan(back.value) and math.isnan(value))
+    assert "metric" not in report_dict(graded("b", ()))["tests"][0]
+    assert (
+        decode_result(json.loads(json.dumps(encode_result(graded("b", ()))))).tests[0].metric
+        is None
+    )
 
 
 def test_summary_ranks_students_and_escapes_what_they_control() -> None:

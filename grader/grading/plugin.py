@@ -430,4 +430,5 @@ class GraderPlugin:
             fingerprint=fingerprint,
             credit=credit,
             leaderboard=tuple(entries),
+            metric=metric,
         )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from grader.grading.metrics import MetricScore
 from grader.intake.safetext import clean_name, clean_text
 
 Outcome = Literal["passed", "failed", "error", "timeout", "skipped"]
@@ -107,9 +109,15 @@ class TestResult:
     credit: float = 1.0
     # What the test put on the leaderboard (the plugin's `leaderboard` fixture).
     leaderboard: tuple[LeaderboardEntry, ...] = ()
+    # The metric the test reported (the plugin's `metric` fixture), whatever its outcome:
+    # `validate` reads the reference's and a weak model's figures against the thresholds.
+    metric: MetricScore | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", clean_name(self.name, MAX_NAME_CHARS))
+        if self.metric is not None:
+            named = clean_name(self.metric.name, MAX_LEADERBOARD_NAME_CHARS)
+            object.__setattr__(self, "metric", dataclasses.replace(self.metric, name=named))
         _clean(
             self,
             message=MAX_MESSAGE_CHARS,

@@ -7,10 +7,12 @@ as the same dataclasses, so no reader of report.json digs through untyped JSON.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast, get_args
 
+from grader.grading.metrics import MetricScore
 from grader.intake.safetext import clean_data, fit_texts
 from grader.results.model import (
     MAX_DETAIL_CHARS,
@@ -81,6 +83,7 @@ def _report_dict(result: GradingResult) -> dict[str, Any]:
                     if test.leaderboard
                     else {}
                 ),
+                **({"metric": _metric(test.metric)} if test.metric is not None else {}),
             }
             for test in result.tests
         ],
@@ -99,6 +102,13 @@ def _report_dict(result: GradingResult) -> dict[str, Any]:
 
 def _leaderboard_entry(entry: LeaderboardEntry) -> dict[str, Any]:
     return {"name": entry.name, "value": entry.value, "order": entry.order}
+
+
+def _metric(metric: MetricScore) -> dict[str, Any]:
+    # A value that is not a finite number (the test's data could not be read as one) is
+    # written as null: strict JSON readers refuse NaN.
+    value = metric.value if math.isfinite(metric.value) else None
+    return {"name": metric.name, "value": value, "low": metric.low, "high": metric.high}
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -210,7 +220,19 @@ def _test(test: dict[str, Any]) -> TestResult:
             _read_leaderboard_entry(_mapping(entry, "a test's leaderboard entry"))
             for entry in _sequence(test.get("leaderboard", []), "a test's leaderboard")
         ),
+        metric=_read_metric(_mapping(test["metric"], "a test's metric"))
+        if "metric" in test
+        else None,
     )
+
+
+def _read_metric(metric: dict[str, Any]) -> MetricScore:
+    value = _number(metric, "value") if metric.get("value") is not None else math.nan
+    low, high = _number(metric, "low", required=True), _number(metric, "high", required=True)
+    try:
+        return MetricScore.of(_string(metric, "name"), value, low=low, high=high)
+    except ValueError as error:
+        raise ReportFormatError(f"a test's metric: {error}") from None
 
 
 def _read_leaderboard_entry(entry: dict[str, Any]) -> LeaderboardEntry:

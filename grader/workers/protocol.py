@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict, get_args, get_origin, get_type_hints
 
@@ -126,16 +127,13 @@ def decode_result(data: object) -> GradingResult:
 def _decode(hint: Any, value: object, where: str) -> Any:
     """`value` (decoded JSON) as the type `hint` names, or ProtocolError saying where not."""
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        if not isinstance(value, dict):
-            raise ProtocolError(f"{where} is not an object")
-        names = {field.name for field in dataclasses.fields(hint)}
-        if set(value) != names:
-            raise ProtocolError(f"{where} has other fields than {hint.__name__}'s")
-        hints = get_type_hints(hint)
-        return hint(
-            **{name: _decode(hints[name], value[name], f"{where}.{name}") for name in names}
-        )
+        return _decode_dataclass(hint, value, where)
     origin, args = get_origin(hint), get_args(hint)
+    if origin is types.UnionType and len(args) == 2 and type(None) in args:  # X | None
+        if value is None:
+            return None
+        (kind,) = (arg for arg in args if arg is not type(None))
+        return _decode(kind, value, where)
     if origin is tuple:  # tuple[X, ...]: a list in JSON
         if not isinstance(value, list):
             raise ProtocolError(f"{where} is not a list")
@@ -153,3 +151,13 @@ def _decode(hint: Any, value: object, where: str) -> Any:
     if hint in (str, int, bool) and type(value) is hint:
         return value
     raise ProtocolError(f"{where} is {type(value).__name__}, not {getattr(hint, '__name__', hint)}")
+
+
+def _decode_dataclass(hint: type[Any], value: object, where: str) -> Any:
+    if not isinstance(value, dict):
+        raise ProtocolError(f"{where} is not an object")
+    names = {field.name for field in dataclasses.fields(hint)}
+    if set(value) != names:
+        raise ProtocolError(f"{where} has other fields than {hint.__name__}'s")
+    hints = get_type_hints(hint)
+    return hint(**{name: _decode(hints[name], value[name], f"{where}.{name}") for name in names})
