@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import notebook
 from grader.course.manifest import choose_assignment, load_assignment
 from grader.course.root import AssignmentChoiceNeeded
 from grader.errors import SubmissionError
-from grader.intake import source_check
+from grader.intake import source_check, submission
 from grader.intake.collect import MAX_SOURCE_BYTES
 from grader.intake.near_miss import near_miss_key
 from grader.intake.submission import prepare_submission
@@ -233,7 +232,7 @@ def test_any_failure_reading_the_notebook_costs_only_the_parts_it_would_give(
     def broken(*_: object) -> None:
         raise TypeError("'int' object is not iterable")
 
-    monkeypatch.setattr(notebook, "merge_notebook_parts", broken)
+    monkeypatch.setattr(submission, "merge_notebook_parts", broken)
     (tmp_path / "manual_backprop.py").write_text(GOOD)
     (tmp_path / "walkthrough.ipynb").write_text("{}")
     prepared = prepare_submission(tmp_path, ASSIGNMENT, tmp_path / "out")

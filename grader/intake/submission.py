@@ -31,6 +31,7 @@ from grader.intake.source_check import (
     import_closure,
     too_complex,
 )
+from grader.notebook.parts import merge_notebook_parts
 
 # Wall-clock bound for reading the notebook in a limited child (grader.intake.bounded): real
 # notebooks take milliseconds.
@@ -217,7 +218,6 @@ def _merge_notebook(
     Reading a notebook parses its cells, so it runs bounded like any source; any failure
     there costs only the parts that would come from the notebook.
     """
-    from grader.notebook import merge_notebook_parts
 
     def merge() -> dict[str, Any]:
         try:
