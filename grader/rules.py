@@ -17,7 +17,7 @@ A rule holds for the code a part runs, not only the part's file: given a `Studen
 file the part imports, directly or through another, so a forbidden call moved into another
 part file and imported from there is found (dynamic imports are refused above). Those files
 (`grader.intake.source_check.import_closure`) are also all that the part's jobs can import
-(grader/sandbox/client.py), so a module named in a string
+(grader/sandbox/job_files.py), so a module named in a string
 (`unittest.mock.patch("other_part.f")`) reaches nothing the rule did not read. A module
 imported only under a top-level `if __name__ == "__main__":` guard is not followed (grading
 never runs that block): a job cannot import it either, so forcing the block to run
