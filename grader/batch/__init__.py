@@ -14,5 +14,6 @@ held (its row says "grader error") and is replaced; the other submissions go on.
 Gradescope's export from `metadata`), keeps the reports that still stand (`resume`), grades
 the rest (`grader.workers`: the worker process and the executors), and writes the gradebooks
 (`gradebook`) and the staff summary (`stats`, `summary`, `pages`) from typed reports
-(`grader.results.report.Report`).
+(`grader.results.report.Report`), with the class's code similarity (`similarity`, over the
+tokens, fingerprints and pair index of `fingerprints`).
 """
