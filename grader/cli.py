@@ -87,9 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     gradescope.add_argument("--device", default="auto", choices=DEVICES)
     gradescope.add_argument("--seed", type=_seed, help="reproduce an earlier grading run")
 
-    build = commands.add_parser("build", help="build the Gradescope autograder or starter kit")
+    build = commands.add_parser(
+        "build", help="build the Gradescope autograder, the starter kit or the walkthrough"
+    )
     build.add_argument(
-        "target", choices=("autograder", "starter"), help="autograder zip or students' kit"
+        "target",
+        choices=("autograder", "starter", "notebook"),
+        help="autograder zip, students' kit, or the walkthrough notebook from its template",
     )
     build.add_argument("-a", "--assignment", help="assignment id (optional if only one)")
     build.add_argument("-o", "--output", type=Path, help="the zip to write")
@@ -227,8 +231,13 @@ def _run_gradescope(args: argparse.Namespace, console: Console) -> ExitCode:
 
 
 def _run_build(args: argparse.Namespace, console: Console) -> ExitCode:
-    from grader.authoring.build import build_autograder, build_starter
+    from grader.authoring.build import build_autograder, build_notebook, build_starter
 
+    if args.target == "notebook":
+        if args.output is not None:
+            raise UsageError("build notebook writes the manifest's notebook; it takes no -o.")
+        console.print(f"wrote {build_notebook(args.assignment)}", markup=False)
+        return ExitCode.OK
     build = build_autograder if args.target == "autograder" else build_starter
     built = build(args.assignment, output=args.output)
     console.print(

@@ -141,8 +141,7 @@ def test_grade_report_links_the_rendered_notebook_of_a_zip(tmp_path: Path) -> No
     with zipfile.ZipFile(submission, "w") as archive:
         archive.write(notebook, "walkthrough.ipynb")
         for path in sorted(ASSIGNMENT_DIR.glob("*.py")):
-            if path.name != "build_notebook.py":
-                archive.write(path, path.name)
+            archive.write(path, path.name)
     process, _, _ = grade_to_report(submission, tmp_path)
     assert process.returncode == 0, process.stderr[-2000:]
     page = tmp_path / "report.notebook.html"

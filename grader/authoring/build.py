@@ -280,6 +280,14 @@ def starter_leaks(assignment: Assignment, course_root: Path | None = None) -> li
     ]
 
 
+def build_notebook(assignment_name: str | None, *, course_root: Path | None = None) -> Path:
+    """Write the assignment's walkthrough notebook from its `[walkthrough]` template."""
+    from grader.notebook.walkthrough import write_walkthrough
+
+    course_root = course_root or find_course_root()
+    return write_walkthrough(load_assignment(assignment_name, root=course_root / "assignments"))
+
+
 def build_starter(
     assignment_name: str | None, *, output: Path | None = None, course_root: Path | None = None
 ) -> Built:

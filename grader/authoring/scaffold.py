@@ -8,8 +8,7 @@ assignment needs, so course staff replace it rather than start from nothing:
     assignments/NAME/public_tests/test_scale.py
     assignments/NAME/public_tests/conftest.py   loads the grader's plugin for plain pytest
     assignments/NAME/public_fixtures/scale.pt   made by make_public_fixtures.py
-    assignments/NAME/build_notebook.py      the notebook's source (nbformat, fixed cell ids)
-    assignments/NAME/walkthrough.ipynb      written by build_notebook.py
+    assignments/NAME/walkthrough.ipynb      rendered from the manifest's [walkthrough] table
     assignments/NAME/README.md              the kit's README: install, check, submit
     solutions/NAME/scale.py                 the reference
     solutions/NAME/make_public_fixtures.py
@@ -26,9 +25,6 @@ from pathlib import Path
 from grader.errors import ConfigError, UsageError
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,63}")
-# nbformat imports in well under a second; this only bounds a broken interpreter.
-NOTEBOOK_BUILD_TIMEOUT_S = 120
-
 MANIFEST = """\
 # The manifest the grader reads (docs/authoring.md lists every key).
 [assignment]
@@ -58,6 +54,28 @@ public = "visible"
 id = "scale"
 file = "scale.py"
 points = 10
+
+# The walkthrough notebook, written by `python -m grader build notebook` from this table and
+# the stubs: a Colab set-up cell, `intro`, `setup`, then per part its `intro`, the cell that
+# imports the stub's functions, its check and its demonstration `cells`; check() and submit()
+# at the end (docs/authoring.md, section 9).
+[walkthrough]
+intro = '''
+# {title}
+'''
+setup = '''
+import torch
+'''
+
+[walkthrough.parts.scale]
+intro = '''
+## Part 1: `scale.py`
+'''
+cells = [
+'''
+print(scale(torch.arange(3.0), 2.0))
+''',
+]
 """
 
 STUB = '''\
@@ -281,99 +299,6 @@ Passing `check` is a good sign, not a guarantee: the hidden tests use secret ran
 other shapes and both float32 and float64.
 """
 
-BUILD_NOTEBOOK = '''\
-"""Build walkthrough.ipynb, the notebook students may work in and submit.
-
-Usage: python assignments/{name}/build_notebook.py [--out PATH]
-
-This script is the notebook's source: edit it, rerun it, and commit both. Cell ids are fixed
-and no outputs are written, so an unchanged script rebuilds a byte-identical notebook.
-Each part has exactly one code cell tagged `part:<part_id>` whose first line is
-`# part: <part_id>`; the grader finds a student's code for the part by these markers.
-"""
-
-from __future__ import annotations
-
-import argparse
-from pathlib import Path
-
-import nbformat
-from nbformat import NotebookNode
-
-NOTEBOOK_PATH = Path(__file__).resolve().parent / "walkthrough.ipynb"
-
-INTRO = """\\
-# {title}
-
-Each part has one cell marked `# part: <part_id>`. It imports your functions from the
-part's file; you may replace the import with your own code, and the grader then grades
-that cell instead of the file."""
-
-SETUP = "import torch"
-
-# One entry per part, in the manifest's order: its id, its file's module, the names the
-# marked cell imports, the markdown above the cell, and code cells below it that try it out.
-PARTS: list[tuple[str, str, list[str], str, list[str]]] = [
-    (
-        "scale",
-        "scale",
-        ["scale"],
-        "## Part 1: `scale.py`",
-        ["print(scale(torch.arange(3.0), 2.0))"],
-    ),
-]
-
-
-def part_cell_source(part_id: str, module: str, names: list[str]) -> str:
-    """The marked cell of a part: the marker line, then an import from the part's file."""
-    return "\\n".join(
-        [
-            f"# part: {{part_id}}",
-            f"# Write your code in {{module}}.py, or replace the import below.",
-            f"from {{module}} import {{', '.join(names)}}",
-        ]
-    )
-
-
-def build_notebook() -> NotebookNode:
-    """Return the notebook, without outputs and with fixed cell ids."""
-    cells: list[NotebookNode] = []
-
-    def add(cell: NotebookNode) -> None:
-        # nbformat gives new cells random ids; fixed ones keep the file reproducible.
-        cell["id"] = f"cell-{{len(cells) + 1:02d}}"
-        cells.append(cell)
-
-    add(nbformat.v4.new_markdown_cell(INTRO))
-    add(nbformat.v4.new_code_cell(SETUP))
-    for part_id, module, names, introduction, usage_cells in PARTS:
-        add(nbformat.v4.new_markdown_cell(introduction))
-        add(
-            nbformat.v4.new_code_cell(
-                part_cell_source(part_id, module, names), metadata={{"tags": [f"part:{{part_id}}"]}}
-            )
-        )
-        for source in usage_cells:
-            add(nbformat.v4.new_code_cell(source))
-    notebook = nbformat.v4.new_notebook(cells=cells)
-    notebook.metadata = {{
-        "kernelspec": {{"display_name": "Python 3", "language": "python", "name": "python3"}},
-        "language_info": {{"name": "python"}},
-    }}
-    nbformat.validate(notebook)
-    return notebook
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=NOTEBOOK_PATH)
-    nbformat.write(build_notebook(), parser.parse_args().out)
-
-
-if __name__ == "__main__":
-    main()
-'''
-
 
 def scaffold_files(name: str, title: str) -> dict[str, str]:
     """Each file of a new assignment, by its path under the course root."""
@@ -383,7 +308,6 @@ def scaffold_files(name: str, title: str) -> dict[str, str]:
         f"{assignment}/scale.py": STUB,
         f"{assignment}/public_tests/test_scale.py": PUBLIC_TEST,
         f"{assignment}/public_tests/conftest.py": CONFTEST.format(name=name),
-        f"{assignment}/build_notebook.py": BUILD_NOTEBOOK.format(name=name, title=title),
         f"{assignment}/README.md": KIT_README.format(name=name, title=title),
         f"{solutions}/scale.py": REFERENCE,
         f"{solutions}/make_public_fixtures.py": FIXTURE_SCRIPT.format(name=name),
@@ -395,6 +319,8 @@ def scaffold_files(name: str, title: str) -> dict[str, str]:
 def scaffold_assignment(root: Path, name: str, *, title: str | None = None) -> list[Path]:
     """Write a new assignment `name` under the course `root`; return the files created."""
     from grader.authoring.validate import FIXTURE_SCRIPT_TIMEOUT_S, run_course_script
+    from grader.course.manifest import parse_manifest
+    from grader.notebook.walkthrough import write_walkthrough
 
     if not NAME_PATTERN.fullmatch(name):
         raise UsageError(
@@ -420,10 +346,7 @@ def scaffold_assignment(root: Path, name: str, *, title: str | None = None) -> l
         timeout_s=FIXTURE_SCRIPT_TIMEOUT_S,
     )
     created.extend(sorted(fixtures.iterdir()))
-    # The notebook is built by its own build_notebook.py, exactly as a course rebuilds it.
-    notebook = root / "assignments" / name / "walkthrough.ipynb"
-    run_course_script(
-        notebook.with_name("build_notebook.py"), notebook, timeout_s=NOTEBOOK_BUILD_TIMEOUT_S
-    )
-    created.append(notebook)
+    # The notebook is rendered from the manifest, exactly as `build notebook` rewrites it.
+    manifest = parse_manifest(root / "assignments" / name / "assignment.toml")
+    created.append(write_walkthrough(manifest))
     return created

@@ -2,11 +2,12 @@
 
 The quick checks run first, so a missing `points` marker or a probe that imports the
 reference is reported in seconds: the files the manifest names, the hidden suite's
-collection (every test has points and a part), what probes import, the notebook's marked
-cells, the starter kit's leak check and the public fixtures (regenerated from the
-reference and compared within the grader's tolerances, so any CPU agrees). Then the long
-ones: the reference must score full marks and the untouched stubs 0, and no test that
-opens a part's gate may pass against a lying student side (`grader.authoring.liars`).
+collection (every test has points and a part), what probes import, the notebook (its marked
+cells, and that it is what its [walkthrough] template renders), the starter kit's leak check
+and the public fixtures (regenerated from the reference and compared within the grader's
+tolerances, so any CPU agrees). Then the long ones: the reference must score full marks and
+the untouched stubs 0, and no test that opens a part's gate may pass against a lying student
+side (`grader.authoring.liars`).
 
 Each problem is one line; none means the assignment is ready.
 """
@@ -280,10 +281,15 @@ def environment_problems(assignment: Assignment) -> list[str]:
 
 
 def notebook_problems(assignment: Assignment) -> list[str]:
-    """The notebook, if any, has exactly one marked cell per part and none for other parts."""
+    """The notebook, if any, is what its template renders, with one marked cell per part."""
     if not assignment.notebook:
         return []
     from grader.notebook import MARKER, TAG_PREFIX
+    from grader.notebook.walkthrough import walkthrough_problems
+
+    stale = walkthrough_problems(assignment)
+    if stale:
+        return stale
 
     path = assignment.directory / assignment.notebook
     try:

@@ -384,35 +384,3 @@ def _display(bundle: dict[str, str]) -> None:
     from IPython.display import display
 
     display(bundle, raw=True)  # type: ignore[no-untyped-call]
-
-
-def colab_setup_source(assignment_id: str) -> str:
-    """A walkthrough's first cell: in Colab, installs the kit and moves into it; elsewhere nothing.
-
-    The kit is the zip `build starter` writes (one top folder named after the assignment),
-    uploaded to Colab's files or kept unzipped in Google Drive. Colab's own torch is kept:
-    pip adds only what it lacks (the grader's packages).
-    """
-    return f'''\
-# Google Colab only: this cell does nothing elsewhere. Upload {assignment_id}_starter.zip
-# with the Files pane on the left (or keep the unzipped {assignment_id} folder in Google
-# Drive, under MyDrive), then run it: it installs the kit and moves into your files.
-import sys
-
-if "google.colab" in sys.modules:
-    import os
-    import subprocess
-    import zipfile
-    from pathlib import Path
-
-    kit = Path("/content/{assignment_id}")
-    if not kit.is_dir() and Path("/content/{assignment_id}_starter.zip").is_file():
-        zipfile.ZipFile("/content/{assignment_id}_starter.zip").extractall("/content")
-    if not kit.is_dir():
-        from google.colab import drive
-
-        drive.mount("/content/drive")
-        kit = Path("/content/drive/MyDrive/{assignment_id}")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", str(kit)], check=True)
-    sys.path.insert(0, str(kit))
-    os.chdir(kit / "assignments" / "{assignment_id}")'''
