@@ -1,17 +1,19 @@
 """Time grading in the Gradescope container at 0.5, 1 and 2 CPUs against the floor there.
 
-The container is the image `make docker` built, run as Gradescope runs it (`--network none`,
-`--memory=768m`, no extra capabilities) with this checkout's autograder mounted as its source
-(as `make docker-test DOCKER_TEST_ARGS=--no-build` does), so it times the grader as it is
-now. For each CPU limit it prints the median wall time of
+The container is the image `make docker ASSIGNMENT=A` built, run as Gradescope runs it
+(`--network none`, `--memory=768m`, no extra capabilities) with this checkout's autograder of
+A mounted as its source (as `make docker-test DOCKER_TEST_ARGS=--no-build` does), so it times
+the grader and the assignment as they are now. For each CPU limit it prints the median wall
+time of
 
 - grade: the reference graded through /autograder/run_autograder, as Gradescope runs it;
 - floor: bench/bench_grade.py --floor in the same container, one process that imports torch
-  and runs the hidden suite's raw compute for both sides, with no sandbox;
+  and runs the hidden suite's raw compute for both sides, with no sandbox (pytorch_basics
+  only, the suite bench/floor.py runs; "-" for other assignments);
 
 and their ratio. Both include starting the container.
 
-Usage: python bench/bench_container.py [--repeats N] [--cpus 0.5 1 2]
+Usage: python bench/bench_container.py [-a ASSIGNMENT] [--repeats N] [--cpus 0.5 1 2]
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ sys.path.insert(0, str(ROOT / "docker"))
 
 import container_test  # noqa: E402  (the container test's image and case helpers)
 
-ASSIGNMENT = "pytorch_basics"
+# The assignment whose hidden suite bench/floor.py runs in-process.
+FLOOR_ASSIGNMENT = "pytorch_basics"
 MEMORY = "768m"
 
 
@@ -60,25 +63,34 @@ def grade_seconds(tag: str, source: Path, cpus: str, reference: container_test.C
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-a", "--assignment", default=FLOOR_ASSIGNMENT)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cpus", nargs="+", default=["0.5", "1", "2"])
     args = parser.parse_args()
     container_test.ensure_engine()
-    tag = f"torch-grader-autograder:{ASSIGNMENT}"
+    tag = container_test.image_tag(args.assignment)
     if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode:
-        raise SystemExit(f"no image {tag}: build it first with `make docker`")
-    source = container_test.checkout_source(ASSIGNMENT)
+        raise SystemExit(
+            f"no image {tag}: build it first with `make docker ASSIGNMENT={args.assignment}`"
+        )
+    source = container_test.checkout_source(args.assignment)
+    with_floor = args.assignment == FLOOR_ASSIGNMENT
     with tempfile.TemporaryDirectory(prefix="bench-container-") as scratch:
-        (reference,) = container_test.cases(ASSIGNMENT, Path(scratch), {"reference"})
-        print(f"{args.repeats} runs each, medians, --memory={MEMORY}")
+        (reference,) = container_test.cases(args.assignment, Path(scratch), {"reference"})
+        print(f"{args.assignment}: {args.repeats} runs each, medians, --memory={MEMORY}")
         print(f"{'cpus':>5} {'floor s':>8} {'grade s':>8} {'ratio':>6}")
         for cpus in args.cpus:
             floors, grades = [], []
             for _ in range(args.repeats):
-                floors.append(floor_seconds(tag, source, cpus))
+                if with_floor:
+                    floors.append(floor_seconds(tag, source, cpus))
                 grades.append(grade_seconds(tag, source, cpus, reference))
-            floor, grade = statistics.median(floors), statistics.median(grades)
-            print(f"{cpus:>5} {floor:8.2f} {grade:8.2f} {grade / floor:5.2f}x", flush=True)
+            grade = statistics.median(grades)
+            if floors:
+                floor = statistics.median(floors)
+                print(f"{cpus:>5} {floor:8.2f} {grade:8.2f} {grade / floor:5.2f}x", flush=True)
+            else:
+                print(f"{cpus:>5} {'-':>8} {grade:8.2f} {'-':>6}", flush=True)
     return 0
 
 

@@ -84,6 +84,11 @@ def ensure_engine() -> None:
     sys.exit(f"dockerd did not answer within 60 s; see {BUILD / 'dockerd.log'}")
 
 
+def image_tag(assignment: str) -> str:
+    """The tag of the image `make docker ASSIGNMENT=assignment` builds."""
+    return f"torch-grader-autograder:{assignment}"
+
+
 def _have_image(tag: str) -> bool:
     return sh("docker", "image", "inspect", tag, check=False, capture_output=True).returncode == 0
 
@@ -318,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--build-only", action="store_true", help="build the image, grade nothing")
     args = parser.parse_args(argv)
-    tag = f"torch-grader-autograder:{args.assignment}"
+    tag = image_tag(args.assignment)
     ensure_engine()
     source = None
     if args.no_build:

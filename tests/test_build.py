@@ -52,6 +52,11 @@ def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ).path
 
 
+def archive_text(path: Path, name: str) -> str:
+    with zipfile.ZipFile(path) as archive:
+        return archive.read(name).decode("utf-8")
+
+
 # -- the autograder zip ----------------------------------------------------------------------
 
 
@@ -136,14 +141,39 @@ def test_starter_kit_holds_the_public_files_in_one_folder(starter: Path) -> None
     assert not [name for name in inside if is_junk(name)]
 
 
-def test_starter_kit_requirements_come_from_the_manifest(starter: Path) -> None:
+def test_the_kit_installs_from_its_own_pyproject_and_constraints(starter: Path) -> None:
     with zipfile.ZipFile(starter) as archive:
-        text = archive.read("pytorch_basics/assignments/pytorch_basics/requirements.txt")
-    lines = [line for line in text.decode().splitlines() if not line.startswith("#")]
-    # The kit's pins, the grader's own needs, the notebook's kernel and [environment]
-    # kit_packages (the walkthrough's plots).
-    assert lines[0] == "-c ../../constraints.txt"
-    assert {"torch>=2.4", "pytest>=8", "ipykernel>=6", "matplotlib>=3.8"} <= set(lines)
+        names = archive.namelist()
+        pyproject = tomllib.loads(archive.read("pytorch_basics/pyproject.toml").decode())
+        constraints = archive.read("pytorch_basics/constraints.txt").decode()
+    assert not [name for name in names if name.endswith("requirements.txt")]
+    project = pyproject["project"]
+    # The grader's own needs, the notebook's kernel and [environment] kit_packages (the
+    # walkthrough's plots); JupyterLab only as the extra `lab`.
+    assert {"torch>=2.4", "pytest>=8", "rich>=13", "ipykernel>=6", "matplotlib>=3.8"} <= set(
+        project["dependencies"]
+    )
+    assert project["optional-dependencies"] == {"lab": ["jupyterlab>=4"]}
+    assert project["scripts"] == {"torch-grader": "grader.cli:main"}
+    assert pyproject["tool"]["setuptools"]["packages"]["find"]["include"] == ["grader*"]
+    assert "dev" not in project["optional-dependencies"]  # no staff tooling in a student kit
+    assert 'python -m pip install -c constraints.txt -e ".[lab]"' in (
+        archive_text(starter, "pytorch_basics/README.md")
+    )
+    assert constraints == (COURSE_ROOT / "constraints.txt").read_text(encoding="utf-8")
+
+
+def test_a_kit_pins_the_assignment_s_locked_packages(tmp_path: Path) -> None:
+    built = build_starter("pytorch_training", output=tmp_path / "kit.zip")
+    with zipfile.ZipFile(built.path) as archive:
+        pyproject = tomllib.loads(archive.read("pytorch_training/pyproject.toml").decode())
+        constraints = archive.read("pytorch_training/constraints.txt").decode()
+    # The declared range goes in the dependencies (Colab installs without the constraints and
+    # keeps what it has); the lock's exact versions go in the constraints.
+    assert "tensorboard>=2.14" in pyproject["project"]["dependencies"]
+    own = constraints.split("# pytorch_training's [environment] packages, as locked in ")[1]
+    assert "tensorboard==2.21.0" in own.splitlines()
+    assert constraints.startswith((COURSE_ROOT / "constraints.txt").read_text(encoding="utf-8"))
 
 
 def test_starter_kit_leaks_nothing_from_solutions(starter: Path) -> None:

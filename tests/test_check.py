@@ -470,7 +470,7 @@ def test_the_installed_kit_runs_from_any_folder(tmp_path: Path) -> None:
     """The kit README's `pip install --no-deps -e .`: then `check` works outside the kit's root.
 
     A fresh virtual environment gets the kit installed by pip itself; torch and the rest come
-    from this environment (a path line), as `pip install -r requirements.txt` would provide.
+    from this environment (a path line), as the kit's one install command would provide.
     """
     built = build_starter("pytorch_basics", output=tmp_path / "kit.zip")
     with zipfile.ZipFile(built.path) as archive:

@@ -47,8 +47,7 @@ def test_new_writes_every_file_of_an_assignment(scaffolded: Path) -> None:
 def test_new_writes_the_kit_files_students_install_from(scaffolded: Path) -> None:
     kit = scaffolded / "assignments/demo"
     readme = (kit / "README.md").read_text()
-    assert "pip install -r assignments/demo/requirements.txt" in readme
-    assert "pip install --no-deps -e ." in readme
+    assert 'python -m pip install -c constraints.txt -e ".[lab]"' in readme
     assert "python -m grader submit" in readme
 
 

@@ -8,7 +8,8 @@ from it, a byte-identical copy of one of its files, or the body of one of its fu
 
 Both carry the assignment's `environment.lock` (its `[environment]` packages, locked; written
 here when missing or stale, see grader/course/lock.py), which setup.sh installs; the kit gets a
-`requirements.txt` written from the grader's dependencies, that lock and the kit's own needs.
+`pyproject.toml` and `constraints.txt` of its own (grader/authoring/kit.py), so that one pip
+command installs the grader with everything the assignment declares, at those versions.
 
 Entries are sorted and stamped with a fixed time and fixed permissions, so building twice
 from the same tree gives the same bytes.
@@ -27,7 +28,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.course.lock import ensure_lock, kit_requirements
+from grader.authoring.kit import kit_constraints, kit_pyproject
+from grader.course.lock import ensure_lock
 from grader.course.manifest import Assignment, load_assignment
 from grader.course.root import PACKAGE_ROOT, find_course_root
 from grader.errors import ConfigError
@@ -37,8 +39,6 @@ from grader.results.atomic import ZipEntry, replacing, write_zip
 JUNK_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 # What setup.sh installs the grader from (README.md is pyproject's `readme`, when present).
 PACKAGING_FILES = ("pyproject.toml", "constraints.txt", "README.md")
-# The kit's list of what to install, written by the build (never taken from the tree).
-KIT_REQUIREMENTS = "requirements.txt"
 # A TOML table or array-of-tables header, and the dotted name inside it.
 TABLE_HEADER = re.compile(r"^\s*\[\[?([^\[\]]+)\]\]?\s*(?:#.*)?$")
 
@@ -303,22 +303,23 @@ def build_starter(
         )
     target = output or Path("dist") / f"{assignment.id}_starter.zip"
     locked = ensure_lock(assignment, course_root)
-    requirements_name = f"assignments/{assignment.id}/{KIT_REQUIREMENTS}"
     pyproject = _first_with("pyproject.toml", course_root, PACKAGE_ROOT) / "pyproject.toml"
-    manifest_name = f"assignments/{assignment.id}/assignment.toml"
+    constraints = _first_with("constraints.txt", course_root, PACKAGE_ROOT) / "constraints.txt"
+    readme = (assignment.directory / "README.md").is_file()
+    # Written for the kit, in place of the tree's files of the same name.
+    written = {
+        "pyproject.toml": kit_pyproject(assignment, pyproject, readme=readme),
+        f"assignments/{assignment.id}/assignment.toml": kit_manifest(
+            assignment.directory.joinpath("assignment.toml").read_text("utf-8")
+        ),
+    }
+    if constraints.is_file():
+        written["constraints.txt"] = kit_constraints(assignment, constraints)
     with tempfile.TemporaryDirectory(prefix="grader-kit-") as scratch:
-        requirements = Path(scratch) / KIT_REQUIREMENTS
-        requirements.write_text(kit_requirements(assignment, pyproject), encoding="utf-8")
-        manifest = Path(scratch) / "assignment.toml"
-        manifest.write_text(
-            kit_manifest(assignment.directory.joinpath("assignment.toml").read_text("utf-8")),
-            encoding="utf-8",
-        )
-        replaced = (requirements_name, manifest_name)
-        entries = [
-            *(e for e in starter_entries(assignment, course_root) if e.name not in replaced),
-            ZipEntry(requirements_name, requirements),
-            ZipEntry(manifest_name, manifest),
-        ]
+        entries = [e for e in starter_entries(assignment, course_root) if e.name not in written]
+        for number, (name, text) in enumerate(written.items()):
+            path = Path(scratch) / str(number)
+            path.write_text(text, encoding="utf-8")
+            entries.append(ZipEntry(name, path))
         built = _build_zip(target, entries, prefix=f"{assignment.id}/")
     return dataclasses.replace(built, wrote=(locked,) if locked else ())

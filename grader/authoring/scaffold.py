@@ -268,7 +268,7 @@ assignments/{name}/
     scale.py                     the file you complete, one per part
     walkthrough.ipynb            a notebook that tries your code out
     public_tests/                the tests `check` runs
-    requirements.txt             what to install (written by the kit's build)
+pyproject.toml, constraints.txt  what to install, at the versions the grader uses
 ```
 
 | part | file | points |
@@ -284,11 +284,16 @@ Run every command in the kit's folder, the one that holds `grader/` and `assignm
 
 ```bash
 python -m venv .venv && source .venv/bin/activate    # Windows: .venv\\Scripts\\activate
-pip install -r assignments/{name}/requirements.txt
-pip install --no-deps -e .          # so that `python -m grader` works from any folder
-python -m grader check              # public tests, a table per part
+python -m pip install -c constraints.txt -e ".[lab]"  # everything, once; [lab]: JupyterLab
+python -m grader check              # public tests, a table per part (from any folder in the kit)
 python -m grader submit             # writes {name}_submission.zip
 ```
+
+The install puts the grader, torch and every package the assignment uses into the virtual
+environment, at the versions the grader grades with; leave out `[lab]` if you open the
+notebook in VS Code rather than JupyterLab (`jupyter lab` opens it). Open a new terminal?
+Activate the environment again first: without it, `python -m grader` names the package it
+cannot find.
 
 Upload `{name}_submission.zip` to Gradescope as it is. You may also write a part's code in
 its marked cell of `walkthrough.ipynb` (the cell whose first line is `# part: <part_id>`)

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from grader.authoring.build import KIT_REQUIREMENTS
+from grader.authoring.kit import KIT_REQUIREMENTS
 from grader.course.environment import provided_distributions, undeclared_imports
 from grader.course.lock import lock_path, lock_problem, read_lock
 from grader.course.manifest import Assignment, load_assignment
@@ -250,8 +250,8 @@ def environment_problems(assignment: Assignment) -> list[str]:
     problems = [problem for problem in [lock_problem(assignment, course_root)] if problem]
     if (assignment.directory / KIT_REQUIREMENTS).is_file():
         problems.append(
-            f"assignments/{assignment.id}/{KIT_REQUIREMENTS}: `build starter` writes the kit's "
-            f"{KIT_REQUIREMENTS} from {manifest} [environment]: move what it names beyond the "
+            f"assignments/{assignment.id}/{KIT_REQUIREMENTS}: `build starter` writes what the "
+            f"kit installs from {manifest} [environment]: move what it names beyond the "
             "grader's own packages there (packages, or kit_packages for what only students "
             "use, such as a notebook's plots) and delete it (CHANGELOG.md: An assignment "
             "declares its packages in the manifest)"

@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +25,6 @@ from grader.course.environment import grader_distributions, installed_versions, 
 from grader.course.manifest import Assignment
 from grader.course.root import PACKAGE_ROOT
 from grader.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 (Gradescope's Ubuntu 22.04 image)
-    import tomli as tomllib
 
 LOCK_NAME = "environment.lock"
 # The oldest Python the lock must serve: Gradescope's Ubuntu 22.04 image.
@@ -257,37 +251,6 @@ def ensure_lock(assignment: Assignment, course_root: Path) -> Path | None:
     text = resolve(assignment, course_root)
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def kit_requirements(assignment: Assignment, pyproject: Path) -> str:
-    """The kit's requirements.txt: the grader's needs, the locked packages, the kit's own."""
-    project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
-    lines = [
-        "# Everything the starter kit needs. From the kit's folder:",
-        f"#   pip install -r assignments/{assignment.id}/requirements.txt",
-        "# Written by `python -m grader build starter` from the grader's pyproject.toml and",
-        f"# assignments/{assignment.id}/assignment.toml [environment]. The kit's constraints pin",
-        "# every package to the version the grader grades with.",
-        "-c ../../constraints.txt",
-        *project.get("dependencies", []),
-    ]
-    path = lock_path(assignment)
-    if assignment.environment.packages and path.is_file():
-        lines += [
-            f"# The assignment's own packages, as locked in {LOCK_NAME}.",
-            *(package.pin for package in read_lock(path).packages),
-        ]
-    if assignment.notebook:
-        lines += [
-            f"# For {assignment.notebook}: a Jupyter kernel (JupyterLab or VS Code opens it).",
-            "ipykernel>=6",
-        ]
-    if assignment.environment.kit_packages:
-        lines += [
-            "# For students only ([environment] kit_packages).",
-            *assignment.environment.kit_packages,
-        ]
-    return "\n".join(lines) + "\n"
 
 
 def graded_package_versions(assignment: Assignment) -> dict[str, str | None]:
