@@ -146,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("-a", "--assignment", help="assignment id (default: every one)")
     validate.add_argument("--device", default="cpu", choices=DEVICES)
+    validate.add_argument(
+        "--report",
+        type=Path,
+        help="also write the problems and the metric tests' figures here (JSON)",
+    )
 
     new = commands.add_parser("new", help="scaffold a new assignment that passes validate")
     new.add_argument("name", help="the assignment id: lower case letters, digits and _")
@@ -298,18 +303,22 @@ def _run_batch(args: argparse.Namespace, console: Console) -> ExitCode:
 
 
 def _run_validate(args: argparse.Namespace, console: Console) -> ExitCode:
-    from grader.authoring.validate import validate_assignment
+    from grader.authoring.validate import validation_of, validation_report
     from grader.course.manifest import available_assignments
+    from grader.results.atomic import write_json_atomic
 
     names = [args.assignment] if args.assignment else available_assignments()
     device = resolve_device(args.device)
-    problems = 0
+    validations = []
     for name in names:
-        found = validate_assignment(name, device=device, say=print)
-        problems += len(found)
+        validation = validation_of(name, device=device, say=print)
+        validations.append(validation)
+        found = validation.problems
         verdict = "ok" if not found else f"{len(found)} problem{'s' * (len(found) > 1)}"
         console.print(f"{name}: {verdict}", markup=False)
-    return ExitCode.FAILED if problems else ExitCode.OK
+    if args.report is not None:
+        write_json_atomic(args.report, validation_report(validations, device=device))
+    return ExitCode.FAILED if any(v.problems for v in validations) else ExitCode.OK
 
 
 def _run_new(args: argparse.Namespace, console: Console) -> ExitCode:

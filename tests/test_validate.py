@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.authoring.validate import LYING_UNAVAILABLE, validate_assignment
+from grader.authoring.validate import (
+    LYING_UNAVAILABLE,
+    Validation,
+    validate_assignment,
+    validation_of,
+    validation_report,
+)
 
 # Each test validates a whole scaffolded assignment, probes and hidden tests included.
 pytestmark = pytest.mark.slow
@@ -156,3 +162,98 @@ def test_part_budgets_past_the_platform_s_timeout(course: Path) -> None:
     )
     edit(manifest, "part_budget_s = 700\n", "part_budget_s = 700\ngrade_timeout_s = 2400\n")
     assert problems_of(course) == []
+
+
+# A metric test of scale(): 0.9 where the output equals the reference's on the seed's
+# inputs, 0 elsewhere; LOW and HIGH are its thresholds, replaced per test.
+METRIC_TEST = '''
+
+@pytest.mark.counts_after("test_scale_matches_reference")
+@pytest.mark.points(1)
+def test_agreement(compare, seed, device, metric):
+    """scale(x, f): agreement with the reference"""
+    got, want = compare(
+        probes.scale_probe, seed=seed, device=device, dtype="float64", shape=[6], factor=3.0
+    )
+    metric(0.9 * float(bool((got["y"] == want["y"]).all())), low=LOW, high=HIGH, name="agreement")
+'''
+WEAK_SCALE = "solutions/demo/weak/scale.py"
+
+
+def with_metric_test(course: Path, *, low: float, high: float, weak: str | None) -> None:
+    """The scaffolded suite plus METRIC_TEST, and `weak` as the weak model's scale.py."""
+    test = METRIC_TEST.replace("LOW", str(low)).replace("HIGH", str(high))
+    with (course / SCALE_TESTS).open("a") as handle:
+        handle.write(test)
+    if weak is not None:
+        (course / WEAK_SCALE).parent.mkdir()
+        (course / WEAK_SCALE).write_text(weak)
+
+
+def validated(course: Path) -> tuple[Validation, list[str]]:
+    lines: list[str] = []
+    return validation_of("demo", say=lines.append), lines
+
+
+def test_metric_thresholds_hold_on_three_seeds_with_a_weak_model_that_earns_nothing(
+    course: Path,
+) -> None:
+    weak = "def scale(x, factor):\n    return x * (factor + 1)\n"
+    with_metric_test(course, low=0.1, high=0.8, weak=weak)
+    validation, lines = validated(course)
+    assert validation.problems == []
+    # The run-to-run figures, printed and in validate --report's JSON.
+    assert lines[0] == (
+        "demo: note: metric 'agreement' of 'scale(x, f): agreement with the reference' on seeds "
+        "1, 2, 3: reference 0.9 / 0.9 / 0.9 (spread 0; full credit from 0.8, margin 0.0525); "
+        "weak model 0 / 0 / 0 (no credit from 0.1)"
+    )
+    report = json.loads(json.dumps(validation_report([validation], device="cpu")))
+    assert report["seeds"] == [1, 2, 3]
+    assert report["assignments"]["demo"] == {
+        "problems": [],
+        "metrics": [
+            {
+                "test": "scale(x, f): agreement with the reference",
+                "part": "scale",
+                "metric": "agreement",
+                "low": 0.1,
+                "high": 0.8,
+                "margin": 0.0525,
+                "reference": {"1": 0.9, "2": 0.9, "3": 0.9},
+                "spread": 0.0,
+                "weak": {"1": 0.0, "2": 0.0, "3": 0.0},
+            }
+        ],
+    }
+
+
+def test_a_reference_within_the_margin_and_no_weak_model_are_named(course: Path) -> None:
+    # 0.9 is above 0.88, but by less than the margin (7.5% of 0.78).
+    with_metric_test(course, low=0.1, high=0.88, weak=None)
+    validation, _ = validated(course)
+    test = "metric test 'scale(x, f): agreement with the reference'"
+    assert validation.problems == [
+        *(
+            f"{test}: on seed {seed} the reference's agreement is 0.9, not above the high "
+            "threshold 0.88 by the margin 0.0585: a correct training that draws a less lucky "
+            "seed would lose points; move the threshold, or make the reference's training better"
+            for seed in (1, 2, 3)
+        ),
+        f"{test}: no weak model shows that its low threshold bites: put a weak version of "
+        "scale.py (one that should earn nothing, such as the reference without its optimizer "
+        "step) in solutions/demo/weak/",
+    ]
+
+
+def test_a_weak_model_that_earns_credit_is_named_with_its_seed_and_figure(course: Path) -> None:
+    reference = (course / "solutions/demo/scale.py").read_text()
+    with_metric_test(course, low=0.1, high=0.8, weak=reference)
+    validation, _ = validated(course)
+    assert validation.problems == [
+        f"metric test 'scale(x, f): agreement with the reference': on seed {seed} the weak "
+        "model (weak/scale.py) earns 100% of its points with agreement 0.9, beyond the low "
+        "threshold 0.1: move the low threshold toward the reference's figures, or make the "
+        "weak model one that should earn nothing"
+        for seed in (1, 2, 3)
+    ]

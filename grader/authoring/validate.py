@@ -18,7 +18,6 @@ import ast
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,8 @@ from typing import Any
 import pytest
 
 from grader.authoring.kit import KIT_REQUIREMENTS
+from grader.authoring.thresholds import VALIDATION_SEEDS, MetricFigures, threshold_check
+from grader.authoring.validation_grades import ValidationGrader
 from grader.course.environment import provided_distributions, undeclared_imports
 from grader.course.lock import lock_path, lock_problem, read_lock
 from grader.course.manifest import Assignment, load_assignment
@@ -43,17 +44,20 @@ FIXTURE_SCRIPT_TIMEOUT_S = 300
 # How often a grading check may be off full marks (rounding of part sums).
 SCORE_TOLERANCE = 1e-6
 LYING_UNAVAILABLE = "lying-student check unavailable (grader.authoring.liars is not installed)"
+VALIDATION_REPORT_VERSION = 1
 
 Say = Callable[[str], None]
 
 
 @dataclass
-class _Findings:
-    """The problems found so far, each said as one line as soon as it is found."""
+class Validation:
+    """The problems found so far, each said as one line as soon as it is found, and the
+    figures of the assignment's metric tests (`grader.authoring.thresholds`)."""
 
     label: str
     say: Say
     problems: list[str] = field(default_factory=list)
+    metrics: list[MetricFigures] = field(default_factory=list)
 
     def add(self, found: Iterable[str]) -> None:
         for problem in found:
@@ -61,21 +65,43 @@ class _Findings:
             self.say(f"{self.label}: {problem}")
 
 
+def validation_report(validations: Iterable[Validation], *, device: str) -> dict[str, Any]:
+    """`validate --report`'s JSON: each assignment's problems and metric figures."""
+    return {
+        "version": VALIDATION_REPORT_VERSION,
+        "device": device,
+        "seeds": list(VALIDATION_SEEDS),
+        "assignments": {
+            validation.label: {
+                "problems": validation.problems,
+                "metrics": [figures.as_data() for figures in validation.metrics],
+            }
+            for validation in validations
+        },
+    }
+
+
 def validate_assignment(name: str | None, *, device: str = "cpu", say: Say = print) -> list[str]:
     """Every problem of assignment `name`, each `say`-ed as one line when found."""
+    return validation_of(name, device=device, say=say).problems
+
+
+def validation_of(name: str | None, *, device: str = "cpu", say: Say = print) -> Validation:
+    """Validate assignment `name`: its problems, each `say`-ed as one line when found, and
+    its metric tests' figures."""
     try:
         assignment = load_assignment(name)
     except ConfigError as error:
-        findings = _Findings(name or "assignment", say)
+        findings = Validation(name or "assignment", say)
         findings.add([str(error)])
-        return findings.problems
-    findings = _Findings(assignment.id, say)
+        return findings
+    findings = Validation(assignment.id, say)
     with modules_of(assignment.solutions_dir, assignment.directory):
         _validate(assignment, findings, device=device)
-    return findings.problems
+    return findings
 
 
-def _validate(assignment: Assignment, findings: _Findings, *, device: str) -> None:
+def _validate(assignment: Assignment, findings: Validation, *, device: str) -> None:
     findings.add(missing_files(assignment))
     findings.add(limits_problems(assignment))
     if findings.problems:
@@ -88,7 +114,13 @@ def _validate(assignment: Assignment, findings: _Findings, *, device: str) -> No
     findings.add(fixture_problems(assignment))
     if findings.problems:
         return  # the long checks below would only repeat these
-    findings.add(grading_problems(assignment, device=device))
+    with ValidationGrader(assignment, device=device) as grader:
+        findings.add(grading_problems(assignment, grader))
+        thresholds = threshold_check(assignment, grader)
+    findings.add(thresholds.problems)
+    findings.metrics = thresholds.figures
+    for figures in thresholds.figures:
+        findings.say(f"{assignment.id}: note: {figures.summary()}")
     try:
         from grader.authoring.liars import gate_openers_against_liars
     except ImportError:
@@ -433,38 +465,31 @@ def fixture_difference(got: Any, want: Any, where: str) -> str:
     return "" if got == want else f"{where}: {got!r} != {want!r}"
 
 
-def grading_problems(assignment: Assignment, *, device: str = "cpu") -> list[str]:
-    """Grade the reference (full marks expected) and the untouched stubs (0 expected)."""
-    from grader.grading.grade import GradeSettings, grade_submission
-
+def grading_problems(assignment: Assignment, grader: ValidationGrader) -> list[str]:
+    """Grade the reference (full marks expected) and the untouched stubs (0 expected), on
+    the first of the metric checks' seeds (whose reference grade they share)."""
     problems: list[str] = []
-    settings = GradeSettings(device=device, seed=1)
-    with tempfile.TemporaryDirectory(prefix="grader-validate-") as temporary:
-        for who, source, expected in (
-            ("the reference", assignment.solutions_dir, "full"),
-            ("the stubs", assignment.directory, "zero"),
-        ):
-            folder = Path(temporary) / who.removeprefix("the ")
-            folder.mkdir()
-            for part in assignment.parts:
-                shutil.copy(source / part.file, folder / part.file)
-            result = grade_submission(folder, assignment, settings)
-            if result.grader_error:
-                first = result.grader_error.strip().splitlines()[:1]
-                problems.append(f"grading {who} failed: {' '.join(first)}")
-                continue
-            for scored in result.parts:
-                want = scored.max_score if expected == "full" else 0.0
-                if abs(scored.score - want) > SCORE_TOLERANCE:
-                    failing = [
-                        t.name
-                        for t in result.tests
-                        if t.part == scored.id
-                        and (t.score < t.max_score if expected == "full" else t.score > 0)
-                    ]
-                    problems.append(
-                        f"graded, {who} got {scored.score:g}/{scored.max_score:g} on part "
-                        f"{scored.id}, "
-                        f"expected {want:g}: {', '.join(failing[:3]) or 'see grade --show-passed'}"
-                    )
+    for who, source, expected in (
+        ("the reference", assignment.solutions_dir, "full"),
+        ("the stubs", assignment.directory, "zero"),
+    ):
+        result = grader.grade(who, grader.part_files(source), seed=VALIDATION_SEEDS[0])
+        if result.grader_error:
+            first = result.grader_error.strip().splitlines()[:1]
+            problems.append(f"grading {who} failed: {' '.join(first)}")
+            continue
+        for scored in result.parts:
+            want = scored.max_score if expected == "full" else 0.0
+            if abs(scored.score - want) > SCORE_TOLERANCE:
+                failing = [
+                    t.name
+                    for t in result.tests
+                    if t.part == scored.id
+                    and (t.score < t.max_score if expected == "full" else t.score > 0)
+                ]
+                problems.append(
+                    f"graded, {who} got {scored.score:g}/{scored.max_score:g} on part "
+                    f"{scored.id}, "
+                    f"expected {want:g}: {', '.join(failing[:3]) or 'see grade --show-passed'}"
+                )
     return problems
