@@ -35,7 +35,7 @@ from grader.notebook import (
 from grader.results.model import GradingResult, PartResult, SubmissionInfo, TestResult
 from grader.sandbox.client import Sandbox
 from grader.sandbox.scratch import scratch_folder
-from grader.sandbox.settings import SandboxSettings, limits_from_environment
+from grader.sandbox.settings import CUBLAS_WORKSPACE, SandboxSettings, limits_from_environment
 
 if TYPE_CHECKING:
     from grader.grading.plugin import GraderPlugin
@@ -68,6 +68,7 @@ def environment(
         "platform": platform.platform(),
         "tf32_matmul": False,
         "tf32_cudnn": False,
+        "deterministic_algorithms": True,
         "sandbox": protections,
     }
     if assignment is not None:
@@ -79,7 +80,8 @@ def environment(
 
 
 def configure_trusted_process(threads: int) -> None:
-    """Match the sandbox's numerics (threads, TF32 off) and pay torch's lazy imports now.
+    """Match the sandbox's numerics (threads, TF32 off, deterministic algorithms) and pay
+    torch's lazy imports now.
 
     Called while the sandbox server starts, so both processes import in parallel; the first
     optimizer step imports torch._dynamo, which would otherwise land in a test's time.
@@ -89,6 +91,10 @@ def configure_trusted_process(threads: int) -> None:
     torch.set_num_threads(threads)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    # Deterministic kernels where torch has them, so a seed gives the same training run after
+    # run (validate's metric figures, a regrade with --seed); an op without one only warns.
+    os.environ.setdefault(*CUBLAS_WORKSPACE)
+    torch.use_deterministic_algorithms(True, warn_only=True)
     weight = torch.nn.Parameter(torch.ones(1))
     # A gradient set by hand, not by a backward pass: where torch sees a GPU, the first
     # backward starts autograd's device threads, and no process forked after that (the

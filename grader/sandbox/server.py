@@ -1369,6 +1369,10 @@ def main() -> int:
     # TF32 would make float32 matmuls differ from the reference by ~1e-3 on Ampere+ GPUs.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    # As the trusted side does: a training repeats exactly on a seed wherever torch can make it
+    # (on CUDA, atomics-based kernels otherwise vary run to run); an op with no deterministic
+    # kernel warns rather than fails.
+    torch.use_deterministic_algorithms(True, warn_only=True)
     _warm_up(torch)
     _freeze_heap()
     # What the covers must leave visible: the interpreter and its libraries, wherever they are.

@@ -18,6 +18,10 @@ from grader.errors import UsageError
 TIMEOUT_OVERRIDE_ENV = "GRADER_TEST_TIMEOUT_S"
 # Likewise each part's time budget (`Limits.part_budget`).
 BUDGET_OVERRIDE_ENV = "GRADER_TEST_PART_BUDGET_S"
+# Both sides run torch's deterministic algorithms where it has them; on CUDA, cuBLAS's
+# matmuls are deterministic only with this workspace, read when cuBLAS starts (the
+# environment of the trusted process and of every sandbox job).
+CUBLAS_WORKSPACE = ("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 PROTECTION_NAMES = {
     "landlock": "Landlock (only the system, Python and the job readable; no TCP)",
     "seccomp": "a seccomp filter (no ptrace, mount, namespaces, inet sockets, bpf, ...)",

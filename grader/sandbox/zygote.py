@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 
 from grader.sandbox.jsonlines import JsonLines
 from grader.sandbox.protocol import Config
-from grader.sandbox.settings import SandboxSettings
+from grader.sandbox.settings import CUBLAS_WORKSPACE, SandboxSettings
 
 SERVER_SCRIPT = Path(__file__).with_name("server.py")
 # Descriptors a forked zygote closes: everything this process had open but the protocol's.
@@ -43,6 +43,7 @@ def scrubbed_environment(settings: SandboxSettings, home: Path) -> dict[str, str
         "MKL_NUM_THREADS": str(settings.threads),
         # Ask NVML, not the CUDA driver, whether a GPU exists, so the server stays forkable.
         "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+        CUBLAS_WORKSPACE[0]: CUBLAS_WORKSPACE[1],
     }
     if "CUDA_VISIBLE_DEVICES" in os.environ:
         env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
