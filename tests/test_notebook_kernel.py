@@ -6,6 +6,7 @@ and reads the cells' outputs: what the in-notebook check shows, and the zip subm
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,18 @@ from typing import Any
 import nbformat
 import pytest
 
+from grader.authoring.build import build_starter
 from grader.course.manifest import load_assignment
 from grader.notebook.kernel import _renumber, unsaved_parts
+from grader.notebook.walkthrough import CHECK_CELL
 from grader.student.check import CheckResult, PartCheck
 from grader.student.run import PublicTest
-from tests.support import SOLUTIONS_DIR, copy_starter_kit, grade_to_report
+from tests.support import (
+    SOLUTIONS_DIR,
+    copy_starter_kit,
+    grade_to_report,
+    notebook_with_part_code,
+)
 
 KIT_FOLDER = Path("assignments") / "pytorch_basics"
 ASSIGNMENT = load_assignment("pytorch_basics")
@@ -196,3 +204,55 @@ def test_feedback_names_cells_by_their_execution_count() -> None:
         == "Your code raised ValueError (line 3 of cell [9] (`# part: x`))."
     )
     assert renamed.notes == ("cell [4] (`a`)",)
+
+
+@pytest.mark.slow
+def test_the_kit_s_walkthrough_checks_and_submits_in_a_plain_kernel(tmp_path: Path) -> None:
+    """The rendered walkthrough of a built kit, run top to bottom with the kit's own grader.
+
+    Part `mse` holds correct code in its cell, `cross_entropy` keeps the stub's import.
+    """
+    from nbclient import NotebookClient
+
+    built = build_starter("pytorch_losses", output=tmp_path / "kit.zip")
+    with zipfile.ZipFile(built.path) as archive:
+        archive.extractall(tmp_path)
+    kit = tmp_path / "pytorch_losses"
+    folder = kit / "assignments" / "pytorch_losses"
+    reference = (SOLUTIONS_DIR.parent / "pytorch_losses" / "mse.py").read_text(encoding="utf-8")
+    notebook_path = notebook_with_part_code(
+        folder / "walkthrough.ipynb", {"mse": reference}, folder / "walkthrough.ipynb"
+    )
+    notebook = nbformat.read(notebook_path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        kernel_name="python3",
+        timeout=600,
+        allow_errors=True,  # the demonstration of the stub part stops at NotImplementedError
+        resources={"metadata": {"path": str(folder)}},
+    )
+    # The kit's grader, as its virtual environment would import it, not this checkout's.
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    client.execute(env={**environment, "PYTHONPATH": str(kit)})
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    outputs = {cell.source: _text(cell.outputs) for cell in code}
+
+    colab, setup = code[:2]
+    assert "google.colab" in colab.source and colab.outputs == []  # harmless outside Colab
+    assert setup.source.startswith("from grader.notebook import check, submit")
+    assert [o for o in setup.outputs if o.output_type == "error"] == []
+    mse = outputs[CHECK_CELL.format(part_id="mse")]
+    assert "[html]" in mse and "all passed" in mse and "notebook" in mse
+    assert "cross_entropy" not in mse
+    stub = outputs[CHECK_CELL.format(part_id="cross_entropy")]
+    assert "not implemented yet" in stub and "NOT IMPLEMENTED YET" in stub
+    every = outputs["check()"]
+    assert "all passed" in every and "not implemented yet" in every
+
+    zip_path = folder / "pytorch_losses_submission.zip"
+    assert f"Your submission: {zip_path}" in outputs["submit()"]
+    assert "is not in the saved" not in outputs["submit()"]  # the notebook ran as saved
+    process, report, _ = grade_to_report(zip_path, tmp_path, "-a", "pytorch_losses")
+    assert process.returncode == 0, process.stderr[-2000:]
+    assert report["parts"]["mse"]["score"] == 10
+    assert report["parts"]["cross_entropy"]["score"] == 0
