@@ -69,11 +69,7 @@ def main() -> int:
     args = parser.parse_args()
     container_test.ensure_engine()
     tag = container_test.image_tag(args.assignment)
-    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode:
-        raise SystemExit(
-            f"no image {tag}: build it first with `make docker ASSIGNMENT={args.assignment}`"
-        )
-    source = container_test.checkout_source(args.assignment)
+    source = container_test.source_for_built_image(args.assignment)
     with_floor = args.assignment == FLOOR_ASSIGNMENT
     with tempfile.TemporaryDirectory(prefix="bench-container-") as scratch:
         (reference,) = container_test.cases(args.assignment, Path(scratch), {"reference"})

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -147,6 +148,46 @@ def checkout_source(assignment: str) -> Path:
     for path in (source / "solutions").rglob("*"):
         path.chmod(0o700 if path.is_dir() else 0o600)
     (source / "solutions").chmod(0o700)
+    return source
+
+
+def stale_installs(tag: str, assignment: str, source: Path) -> list[str]:
+    """The files setup.sh installs from that differ between image `tag` and `source`.
+
+    With --no-build the image's installed packages grade this checkout's autograder: a
+    changed constraints.txt or environment.lock means the image installed other packages.
+    """
+    names = ["constraints.txt", f"assignments/{assignment}/environment.lock"]
+    listed = sh(
+        "docker", "run", "--rm", "--network", "none", tag, "bash", "-c",
+        'cd /autograder/source && sha256sum -- "$@" 2>/dev/null; true', "sha256sum", *names,
+        capture_output=True,
+    ).stdout  # fmt: skip
+    in_image = {name: digest for digest, name in (line.split() for line in listed.splitlines())}
+    here = {
+        name: hashlib.sha256((source / name).read_bytes()).hexdigest()
+        for name in names
+        if (source / name).is_file()
+    }
+    return sorted(name for name in names if in_image.get(name) != here.get(name))
+
+
+def source_for_built_image(assignment: str) -> Path:
+    """This checkout's autograder of `assignment`, to mount in the image built for it.
+
+    Exits with what to run when there is no such image, or when it installed its packages
+    from other pins than this checkout's.
+    """
+    tag = image_tag(assignment)
+    if not _have_image(tag):
+        sys.exit(f"no image {tag}: build it with `make docker ASSIGNMENT={assignment}`.")
+    source = checkout_source(assignment)
+    stale = stale_installs(tag, assignment, source)
+    if stale:
+        sys.exit(
+            f"{tag} was built from another {' and '.join(stale)}, so it installed other "
+            f"packages: rebuild it with `make docker ASSIGNMENT={assignment}`."
+        )
     return source
 
 
@@ -327,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     ensure_engine()
     source = None
     if args.no_build:
-        source = checkout_source(args.assignment)
+        source = source_for_built_image(args.assignment)
     else:
         build_image(args.assignment, base_image(args.base), tag)
     if args.build_only:
