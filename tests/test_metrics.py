@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+from pathlib import Path
 
 import jsonschema
 import pytest
 
 from grader.batch.summary import leaderboard_html
+from grader.course.manifest import Assignment, load_assignment
 from grader.grading.metrics import MetricScore, metric_credit
 from grader.results.gradescope import results_dict
 from grader.results.model import (
@@ -22,7 +25,8 @@ from grader.results.model import (
 )
 from grader.results.report import Report, report_dict, report_from_dict
 from grader.workers.protocol import decode_result, encode_result
-from tests.test_gradescope import SCHEMA
+from tests.support import COURSE_ROOT, run_grader_cli
+from tests.test_gradescope import METADATA, SCHEMA
 from tests.test_plugin import WRONG_STUDENT, run_hidden
 
 
@@ -250,3 +254,65 @@ def test_summary_ranks_students_and_escapes_what_they_control() -> None:
     assert page.index("Ada") < page.index("&lt;script&gt;") < page.index("Cy")
     assert "Bo" not in page
     assert leaderboard_html([("k3", "Bo", None)]) == ""
+
+
+# -- end to end: a batch's summary page and a Gradescope run of pytorch_training ---------------
+
+# Gradescope's export metadata with names that are markup: students type their names.
+MARKUP_NAMES = """\
+submission_1:
+  :submitters:
+  - :name: "<script>alert('board')</script>"
+    :sid: '1'
+    :email: a@example.edu
+submission_2:
+  :submitters:
+  - :name: "Bo <img src=x onerror=alert(2)>"
+    :sid: '2'
+    :email: b@example.edu
+"""
+
+
+def copy_reference(assignment: Assignment, folder: Path) -> None:
+    folder.mkdir(parents=True)
+    for part in assignment.parts:
+        shutil.copy(assignment.solutions_dir / part.file, folder / part.file)
+
+
+@pytest.mark.slow
+def test_the_leaderboard_reaches_summary_html_escaped_and_results_json_valid(
+    tmp_path: Path,
+) -> None:
+    assignment = load_assignment("pytorch_training")
+    solutions = COURSE_ROOT / "solutions" / assignment.id
+    export = tmp_path / "export"
+    for key in ("submission_1", "submission_2"):
+        copy_reference(assignment, export / key)
+    # The second trains at a hundredth of the learning rate: lower on the board.
+    shutil.copy(solutions / "weak" / "training.py", export / "submission_2" / "training.py")
+    (export / "submission_metadata.yml").write_text(MARKUP_NAMES)
+    out = tmp_path / "out"
+    batch = run_grader_cli(
+        *("batch", export, "-a", assignment.id, "--out", out, "--workers", "1"),
+        *("--seed", "1", "--no-similarity"),
+    )
+    assert batch.returncode == 0, batch.stdout + batch.stderr
+    page = (out / "summary.html").read_text(encoding="utf-8")
+    board = page[page.index("<h2>Leaderboard</h2>") : page.index("<h2>Code similarity</h2>")]
+    assert "Ranked by held-out accuracy, highest first." in board
+    script, image = "&lt;script&gt;alert(&#x27;board&#x27;)&lt;/script&gt;", "Bo &lt;img src=x"
+    assert board.index(script) < board.index(image)
+    assert "<script" not in page and "<img" not in page
+
+    root = tmp_path / "autograder"
+    copy_reference(assignment, root / "submission")
+    (root / "submission_metadata.json").write_text(json.dumps(METADATA), encoding="utf-8")
+    gradescope = run_grader_cli(
+        "gradescope", "--root", root, "-a", assignment.id, "--device", "cpu", "--seed", "1"
+    )
+    assert gradescope.returncode == 0, gradescope.stdout + gradescope.stderr
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(SCHEMA).validate(results)
+    (accuracy,) = [e for e in results["leaderboard"] if e["name"] == "held-out accuracy"]
+    assert accuracy["order"] == "desc" and accuracy["value"] > 0.9
+    assert results["score"] == assignment.max_score
