@@ -103,8 +103,7 @@ def make_class(root: Path, count: int) -> list[Path]:
         folder = root / f"student-{index:02d}"
         folder.mkdir(parents=True)
         for source in SOLUTIONS.glob("*.py"):
-            if source.name != "make_public_fixtures.py":
-                shutil.copy(source, folder / source.name)
+            shutil.copy(source, folder / source.name)
         folders.append(folder)
     return folders
 

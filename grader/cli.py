@@ -92,8 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.add_argument(
         "target",
-        choices=("autograder", "starter", "notebook"),
-        help="autograder zip, students' kit, or the walkthrough notebook from its template",
+        choices=("autograder", "starter", "notebook", "public"),
+        help="autograder zip, students' kit, the walkthrough notebook from its template, or "
+        "the stubs and public fixtures from the references",
     )
     build.add_argument("-a", "--assignment", help="assignment id (optional if only one)")
     build.add_argument("-o", "--output", type=Path, help="the zip to write")
@@ -235,6 +236,21 @@ def _run_gradescope(args: argparse.Namespace, console: Console) -> ExitCode:
     return ExitCode.OK
 
 
+def _run_build_public(args: argparse.Namespace, console: Console) -> ExitCode:
+    from grader.authoring.public import build_public
+
+    if args.output is not None:
+        raise UsageError("build public writes into the assignment's folder; it takes no -o.")
+    changes = build_public(args.assignment)
+    for path in changes.wrote:
+        console.print(f"wrote {path}", markup=False, soft_wrap=True)
+    for path in changes.deleted:
+        console.print(f"deleted {path}", markup=False, soft_wrap=True)
+    if not changes.wrote and not changes.deleted:
+        console.print("the stubs and public fixtures were up to date", markup=False)
+    return ExitCode.OK
+
+
 def _run_build(args: argparse.Namespace, console: Console) -> ExitCode:
     from grader.authoring.build import build_autograder, build_notebook, build_starter
 
@@ -243,6 +259,8 @@ def _run_build(args: argparse.Namespace, console: Console) -> ExitCode:
             raise UsageError("build notebook writes the manifest's notebook; it takes no -o.")
         console.print(f"wrote {build_notebook(args.assignment)}", markup=False)
         return ExitCode.OK
+    if args.target == "public":
+        return _run_build_public(args, console)
     build = build_autograder if args.target == "autograder" else build_starter
     built = build(args.assignment, output=args.output)
     console.print(

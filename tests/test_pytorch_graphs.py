@@ -33,8 +33,8 @@ from xml.etree import ElementTree
 
 import nbformat
 import pytest
-import torch
 
+from grader.authoring.validate import fixture_problems
 from grader.course.manifest import load_assignment
 from grader.grading.scoring import GATED_NOTE
 from tests.support import (
@@ -284,36 +284,11 @@ def test_public_tests_fail_on_the_stubs(tmp_path: Path) -> None:
     assert not not_stub, not_stub
 
 
-def _same_within_tolerance(got: Any, want: Any, where: str) -> None:
-    if isinstance(want, torch.Tensor):
-        torch.testing.assert_close(got, want, msg=lambda m: f"{where}: {m}")
-    elif isinstance(want, dict):
-        assert isinstance(got, dict) and sorted(got) == sorted(want), where
-        for key in want:
-            _same_within_tolerance(got[key], want[key], f"{where}[{key!r}]")
-    elif isinstance(want, list | tuple):
-        assert isinstance(got, list | tuple) and len(got) == len(want), where
-        for index, (a, b) in enumerate(zip(got, want, strict=True)):
-            _same_within_tolerance(a, b, f"{where}[{index}]")
-    elif isinstance(want, float):
-        assert got == pytest.approx(want, rel=1e-9, abs=1e-12), where
-    else:
-        assert got == want, where
-
-
 @pytest.mark.slow
-def test_regenerated_fixtures_match_within_tolerance(tmp_path: Path) -> None:
-    out = tmp_path / "fixtures"
-    run_python(SOLUTIONS_DIR / "make_public_fixtures.py", "--out", out, cwd=tmp_path)
+def test_recorded_fixtures_match_within_tolerance() -> None:
+    """Within the grader's tolerances, not byte for byte: CPUs differ in the last bit."""
+    assert fixture_problems(ASSIGNMENT) == []
     committed = ASSIGNMENT_DIR / "public_fixtures"
-    names = sorted(path.name for path in committed.iterdir())
-    assert sorted(path.name for path in out.iterdir()) == names
-    for name in names:
-        _same_within_tolerance(
-            torch.load(out / name, weights_only=True),
-            torch.load(committed / name, weights_only=True),
-            f"{name} (rerun make_public_fixtures.py and commit the result)",
-        )
     assert sum(path.stat().st_size for path in committed.iterdir()) < MAX_FIXTURE_BYTES
 
 

@@ -37,7 +37,6 @@ def test_new_writes_every_file_of_an_assignment(scaffolded: Path) -> None:
         "assignments/demo/walkthrough.ipynb",
         "assignments/demo/README.md",
         "solutions/demo/scale.py",
-        "solutions/demo/make_public_fixtures.py",
         "solutions/demo/hidden_tests/probes.py",
         "solutions/demo/hidden_tests/test_scale.py",
     }
@@ -104,19 +103,81 @@ def test_new_refuses_a_bad_or_taken_name(
     assert "already exists" in capsys.readouterr().err
 
 
+SHIFT_REFERENCE = '''\
+"""Part `shift`: add a number to every element."""
+
+from __future__ import annotations
+
+import torch
+
+
+def shift(x: torch.Tensor, offset: float) -> torch.Tensor:
+    """Return `x + offset`, a new tensor of x's shape, dtype and device."""
+    # BEGIN SOLUTION: add offset to x
+    return x + offset
+    # END SOLUTION
+'''
+
+
+def add_a_part_as_an_author_does(course: Path) -> None:
+    """The second part's files an author writes: its manifest entry, its reference with solution
+    markers, its probe and hidden test, its public test with a @public_fixture."""
+    with (course / "assignments/demo/assignment.toml").open("a", encoding="utf-8") as manifest:
+        manifest.write(
+            '\n[[parts]]\nid = "shift"\nfile = "shift.py"\npoints = 10\n\n'
+            '[walkthrough.parts.shift]\nintro = "## Part 2: `shift.py`"\n'
+        )
+    (course / "solutions/demo/shift.py").write_text(SHIFT_REFERENCE, encoding="utf-8")
+    with (course / "solutions/demo/hidden_tests/probes.py").open("a", encoding="utf-8") as probes:
+        probes.write(
+            "\n\ndef shift_probe(part, seed, device):\n"
+            "    x = torch.randn(6, generator=torch.Generator().manual_seed(seed)).to(device)\n"
+            '    return {"y": part.shift(x, 0.5)}\n'
+        )
+    (course / "solutions/demo/hidden_tests/test_shift.py").write_text(
+        "import probes\nimport pytest\n\nfrom grader.testing import assert_tensor_close\n\n\n"
+        "@pytest.mark.points(2)\ndef test_shift_matches_reference(compare, seed, device):\n"
+        '    """shift(x, 0.5) matches the reference on random x"""\n'
+        "    got, want = compare(probes.shift_probe, seed=seed, device=device)\n"
+        '    assert_tensor_close(got["y"], want["y"], what="shift(x, 0.5)")\n',
+        encoding="utf-8",
+    )
+    (course / "assignments/demo/public_tests/test_shift.py").write_text(
+        "from types import ModuleType\nfrom typing import Any\n\nimport pytest\nimport torch\n\n"
+        "from grader.student.fixtures import public_fixture\n\n\n@public_fixture\n"
+        "def expected(reference: ModuleType) -> dict[str, Any]:\n"
+        "    x = torch.arange(4.0)\n"
+        '    return {"x": x, "y": reference.shift(x, 0.5)}\n\n\n'
+        "@pytest.mark.points(1)\n"
+        "def test_shift_matches_the_fixture(part: ModuleType, expected: dict[str, Any]) -> None:\n"
+        '    """shift(x, 0.5) matches the reference\'s output"""\n'
+        '    assert torch.equal(part.shift(expected["x"], 0.5), expected["y"])\n',
+        encoding="utf-8",
+    )
+
+
 @pytest.mark.slow
-def test_scaffold_validates_and_grades_as_created(tmp_path: Path) -> None:
+def test_an_author_adds_a_part_builds_public_and_it_validates_and_grades(tmp_path: Path) -> None:
     course = tmp_path / "course"
     scaffold_assignment(course, "demo")
+    add_a_part_as_an_author_does(course)
+    for target in ("public", "notebook"):
+        built = run_grader_cli("build", target, "--course", course)
+        assert built.returncode == 0, built.stdout + built.stderr
+    stub = (course / "assignments/demo/shift.py").read_text(encoding="utf-8")
+    assert stub.endswith('    raise NotImplementedError("shift: add offset to x")\n')
+    assert (course / "assignments/demo/public_fixtures/shift.pt").is_file()
+
     validated = run_grader_cli("validate", "--course", course, timeout=900)
     assert validated.returncode == 0, validated.stdout + validated.stderr
     assert "demo: ok" in validated.stdout
-    report = tmp_path / "report.json"
-    graded = run_grader_cli(
-        "grade", course / "solutions/demo", "--course", course, "--seed", "7", "--report", report
-    )
-    assert graded.returncode == 0, graded.stderr
-    assert json.loads(report.read_text())["score"] == 10
+    for folder, score in (("solutions/demo", 20), ("assignments/demo", 0)):
+        report = tmp_path / f"{score}.json"
+        graded = run_grader_cli(
+            "grade", course / folder, "--course", course, "--seed", "7", "--report", report
+        )
+        assert graded.returncode == 0, graded.stderr
+        assert json.loads(report.read_text())["score"] == score, folder
 
 
 def test_new_in_a_folder_with_no_course_starts_one_there(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from grader.authoring.public import write_stubs
 from grader.authoring.validate import (
     LYING_UNAVAILABLE,
     Validation,
@@ -21,6 +22,7 @@ from grader.authoring.validate import (
     validation_of,
     validation_report,
 )
+from grader.course.manifest import load_assignment
 
 # Each test validates a whole scaffolded assignment, probes and hidden tests included.
 pytestmark = pytest.mark.slow
@@ -59,10 +61,19 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
+def leave_the_solution_in_the_stub(course: Path) -> None:
+    """Solution markers that leave the solution in the stub, which then scores."""
+    edit(
+        course / "solutions/demo/scale.py",
+        "    # BEGIN SOLUTION: multiply x by factor\n    result = x * factor\n    return result\n",
+        "    result = x * factor\n    return result\n    # BEGIN SOLUTION\n",
+    )
+    write_stubs(load_assignment("demo"))
+
+
 def test_a_hidden_test_without_points_is_named_before_any_grading(course: Path) -> None:
     edit(course / SCALE_TESTS, "@pytest.mark.points(1)\n", "")
-    stub = course / "assignments/demo/scale.py"
-    edit(stub, 'raise NotImplementedError("scale: multiply x by factor")', "return x * factor")
+    leave_the_solution_in_the_stub(course)
     # A stub that scores is found only by grading, which did not run.
     assert problems_of(course) == [
         "hidden test test_scale.py::test_scale_leaves_x_unchanged: needs "
@@ -120,6 +131,8 @@ def test_a_stub_that_leaks_the_reference(course: Path) -> None:
         "the starter kit leaks: assignments/demo/scale.py is a copy of demo/scale.py",
         "the starter kit leaks: assignments/demo/scale.py: scale() has the body of "
         "demo/scale.py:scale()",
+        "assignments/demo/scale.py is not what its reference generates: run "
+        "`python -m grader build public -a demo` and commit the result",
     ]
 
 
@@ -133,14 +146,13 @@ def test_fixtures_are_compared_within_tolerance(course: Path) -> None:
     torch.save(fixture, path)
     [problem] = problems_of(course)
     assert problem.startswith("public_fixtures/scale.pt differs from the reference's: scale['y']")
-    assert problem.endswith("rerun make_public_fixtures.py and commit the result")
+    assert problem.endswith("run `python -m grader build public -a demo` and commit the result")
 
 
 def test_stubs_that_score_and_a_missing_lying_check_are_said(
     course: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    stub = course / "assignments/demo/scale.py"
-    edit(stub, 'raise NotImplementedError("scale: multiply x by factor")', "return x * factor")
+    leave_the_solution_in_the_stub(course)
     # Its import fails, as if absent.
     monkeypatch.setitem(sys.modules, "grader.authoring.liars", None)
     lines: list[str] = []

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.authoring.kit import kit_constraints, kit_pyproject
+from grader.authoring.stubs import has_markers, make_stub
 from grader.course.lock import ensure_lock
 from grader.course.manifest import Assignment, load_assignment
 from grader.course.root import PACKAGE_ROOT, find_course_root
@@ -234,8 +235,12 @@ def find_leaks(entries: Iterable[ZipEntry], private: Path) -> list[str]:
     bodies: dict[str, str] = {}
     for path in private_files:
         if path.suffix == ".py":
-            for body, name in _function_bodies(path.read_text(encoding="utf-8")).items():
-                bodies[body] = f"{path.relative_to(private)}:{name}"
+            source = path.read_text(encoding="utf-8")
+            # What a reference's markers leave in its stub is the students' by design.
+            public = _function_bodies(make_stub(source)) if has_markers(source) else {}
+            for body, name in _function_bodies(source).items():
+                if body not in public:
+                    bodies[body] = f"{path.relative_to(private)}:{name}"
     leaks: list[str] = []
     for entry in entries:
         if _inside(entry.source, private):

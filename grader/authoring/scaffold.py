@@ -4,17 +4,17 @@ It writes one example part, `scale` (multiply a tensor by a factor), with everyt
 assignment needs, so course staff replace it rather than start from nothing:
 
     assignments/NAME/assignment.toml        the manifest
-    assignments/NAME/scale.py               the stub students complete
-    assignments/NAME/public_tests/test_scale.py
+    assignments/NAME/scale.py               the stub students complete (from the reference)
+    assignments/NAME/public_tests/test_scale.py   with its @public_fixture
     assignments/NAME/public_tests/conftest.py   loads the grader's plugin for plain pytest
-    assignments/NAME/public_fixtures/scale.pt   made by make_public_fixtures.py
+    assignments/NAME/public_fixtures/scale.pt   recorded from the reference
     assignments/NAME/walkthrough.ipynb      rendered from the manifest's [walkthrough] table
     assignments/NAME/README.md              the kit's README: install, check, submit
-    solutions/NAME/scale.py                 the reference
-    solutions/NAME/make_public_fixtures.py
+    solutions/NAME/scale.py                 the reference, its solution between markers
     solutions/NAME/hidden_tests/probes.py, test_scale.py
 
-docs/authoring.md explains every file.
+The stub and the public fixture are written as `build public` writes them (from the
+reference), the notebook as `build notebook` renders it. docs/authoring.md explains every file.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ print(scale(torch.arange(3.0), 2.0))
 ]
 """
 
-STUB = '''\
+REFERENCE = '''\
 """Part `scale`: multiply a tensor by a number."""
 
 from __future__ import annotations
@@ -88,65 +88,10 @@ import torch
 
 def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
     """Return `x * factor`: a new tensor of x's shape, dtype and device (x is unchanged)."""
-    raise NotImplementedError("scale: multiply x by factor")
-'''
-
-REFERENCE = '''\
-"""Reference solution of part `scale`."""
-
-from __future__ import annotations
-
-import torch
-
-
-def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
-    """Return `x * factor`: a new tensor of x's shape, dtype and device (x is unchanged)."""
+    # BEGIN SOLUTION: multiply x by factor
     result = x * factor
     return result
-'''
-
-FIXTURE_SCRIPT = '''\
-"""Regenerate the expected outputs the public tests compare against.
-
-Usage: python solutions/{name}/make_public_fixtures.py [--out DIR]
-
-Writes `<part_id>.pt` (tensors and numbers, loadable with weights_only=True) into DIR, by
-default assignments/{name}/public_fixtures. Public seeds are below 10000; hidden tests
-draw theirs at grading time.
-"""
-
-from __future__ import annotations
-
-import argparse
-import sys
-from pathlib import Path
-
-import torch
-
-SOLUTIONS_DIR = Path(__file__).resolve().parent
-DEFAULT_OUT = SOLUTIONS_DIR.parents[1] / "assignments" / "{name}" / "public_fixtures"
-if str(SOLUTIONS_DIR) not in sys.path:
-    sys.path.insert(0, str(SOLUTIONS_DIR))
-
-import scale  # noqa: E402
-
-
-def scale_fixture() -> dict[str, object]:
-    x = torch.randn(4, 3, generator=torch.Generator().manual_seed(1000), dtype=torch.float64)
-    return {{"x": x, "factor": 2.5, "y": scale.scale(x, 2.5)}}
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    out = parser.parse_args().out
-    out.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(1)
-    torch.save(scale_fixture(), out / "scale.pt")
-
-
-if __name__ == "__main__":
-    main()
+    # END SOLUTION
 '''
 
 PUBLIC_TEST = '''\
@@ -160,7 +105,15 @@ from typing import Any
 import pytest
 import torch
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_tensor_close
+
+
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """x from a public seed and the reference's scale(x, 2.5)."""
+    x = torch.randn(4, 3, generator=torch.Generator().manual_seed(1000), dtype=torch.float64)
+    return {"x": x, "factor": 2.5, "y": reference.scale(x, 2.5)}
 
 
 @pytest.mark.points(1)
@@ -310,12 +263,10 @@ def scaffold_files(name: str, title: str) -> dict[str, str]:
     assignment, solutions = f"assignments/{name}", f"solutions/{name}"
     return {
         f"{assignment}/assignment.toml": MANIFEST.format(name=name, title=title),
-        f"{assignment}/scale.py": STUB,
         f"{assignment}/public_tests/test_scale.py": PUBLIC_TEST,
         f"{assignment}/public_tests/conftest.py": CONFTEST.format(name=name),
         f"{assignment}/README.md": KIT_README.format(name=name, title=title),
         f"{solutions}/scale.py": REFERENCE,
-        f"{solutions}/make_public_fixtures.py": FIXTURE_SCRIPT.format(name=name),
         f"{solutions}/hidden_tests/probes.py": PROBES.format(name=name),
         f"{solutions}/hidden_tests/test_scale.py": HIDDEN_TEST,
     }
@@ -323,7 +274,7 @@ def scaffold_files(name: str, title: str) -> dict[str, str]:
 
 def scaffold_assignment(root: Path, name: str, *, title: str | None = None) -> list[Path]:
     """Write a new assignment `name` under the course `root`; return the files created."""
-    from grader.authoring.validate import FIXTURE_SCRIPT_TIMEOUT_S, run_course_script
+    from grader.authoring.public import PUBLIC_STEPS
     from grader.course.manifest import parse_manifest
     from grader.notebook.walkthrough import write_walkthrough
 
@@ -344,14 +295,10 @@ def scaffold_assignment(root: Path, name: str, *, title: str | None = None) -> l
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         created.append(path)
-    fixtures = root / "assignments" / name / "public_fixtures"
-    run_course_script(
-        root / "solutions" / name / "make_public_fixtures.py",
-        fixtures,
-        timeout_s=FIXTURE_SCRIPT_TIMEOUT_S,
-    )
-    created.extend(sorted(fixtures.iterdir()))
-    # The notebook is rendered from the manifest, exactly as `build notebook` rewrites it.
+    # The stub and the public fixture from the reference, as `build public` writes them; then
+    # the notebook, rendered from the manifest and the stub as `build notebook` rewrites it.
     manifest = parse_manifest(root / "assignments" / name / "assignment.toml")
+    for step in PUBLIC_STEPS:
+        created.extend(step(manifest).wrote)
     created.append(write_walkthrough(manifest))
     return created

@@ -28,7 +28,9 @@ from typing import Any
 
 import pytest
 
+from grader.authoring.fixtures import record_in_fresh_interpreter
 from grader.authoring.kit import KIT_REQUIREMENTS
+from grader.authoring.public import build_command, stub_problems, unmarked_references
 from grader.authoring.thresholds import VALIDATION_SEEDS, MetricFigures, threshold_check
 from grader.authoring.validation_grades import ValidationGrader
 from grader.course.environment import provided_distributions, undeclared_imports
@@ -38,8 +40,9 @@ from grader.errors import ConfigError
 from grader.grading.grade import modules_of
 
 FIXTURES_FOLDER = "public_fixtures"
+# What made an assignment's public fixtures before `build public` recorded them.
 FIXTURE_SCRIPT = "make_public_fixtures.py"
-# Regenerating fixtures runs the reference's own script; it should take seconds.
+# A course's own build script (run_course_script) should take seconds.
 FIXTURE_SCRIPT_TIMEOUT_S = 300
 # How often a grading check may be off full marks (rounding of part sums).
 SCORE_TOLERANCE = 1e-6
@@ -111,6 +114,9 @@ def _validate(assignment: Assignment, findings: Validation, *, device: str) -> N
     findings.add(environment_problems(assignment))
     findings.add(notebook_problems(assignment))
     findings.add(starter_kit_problems(assignment))
+    findings.add(stub_problems(assignment))
+    for note in migration_notes(assignment):
+        findings.say(f"{assignment.id}: note: {note}")
     findings.add(fixture_problems(assignment))
     if findings.problems:
         return  # the long checks below would only repeat these
@@ -365,23 +371,39 @@ def starter_kit_problems(assignment: Assignment) -> list[str]:
     return [f"the starter kit leaks: {leak}" for leak in leaks]
 
 
+def migration_notes(assignment: Assignment) -> list[str]:
+    """What an assignment written before `build public` may move to (CHANGELOG.md: One source
+    per part); its hand-kept stubs and fixture script keep working meanwhile."""
+    notes = [
+        f"{where} marks no solution, so its stub is kept by hand; mark the solution "
+        "(# BEGIN SOLUTION / # END SOLUTION) and `build public` writes the stub from it"
+        for where in unmarked_references(assignment)
+    ]
+    if (assignment.solutions_dir / FIXTURE_SCRIPT).is_file():
+        notes.append(
+            f"{FIXTURE_SCRIPT} still writes the public fixtures; move what it computes into the "
+            "public tests as @public_fixture functions, delete it and run "
+            f"`{build_command(assignment)}`"
+        )
+    return notes
+
+
 def fixture_problems(assignment: Assignment) -> list[str]:
-    """Regenerate the public fixtures from the reference; they must match within tolerance."""
-    committed_dir = assignment.directory / FIXTURES_FOLDER
+    """Record the public fixtures from the reference again; they must match within tolerance."""
+    committed = assignment.directory / FIXTURES_FOLDER
     script = assignment.solutions_dir / FIXTURE_SCRIPT
-    if not script.is_file():
-        if committed_dir.is_dir() and any(committed_dir.iterdir()):
-            return [f"{FIXTURES_FOLDER}/ exists but {script} to regenerate it does not"]
-        return []
     with tempfile.TemporaryDirectory(prefix="grader-fixtures-") as temporary:
         out = Path(temporary) / FIXTURES_FOLDER
         try:
-            run_course_script(script, out, timeout_s=FIXTURE_SCRIPT_TIMEOUT_S)
+            if script.is_file():
+                run_course_script(script, out, timeout_s=FIXTURE_SCRIPT_TIMEOUT_S)
+                return compare_fixture_folders(out, committed, command=f"python {script}")
+            record_in_fresh_interpreter(assignment, out)
         except ConfigError as error:
             return [str(error)]
         except (OSError, subprocess.SubprocessError) as error:
             return [f"{script.name} failed: {error}"]
-        return compare_fixture_folders(out, committed_dir)
+        return compare_fixture_folders(out, committed, command=build_command(assignment))
 
 
 def run_course_script(script: Path, out: Path, *, timeout_s: float) -> None:
@@ -409,15 +431,20 @@ def run_course_script(script: Path, out: Path, *, timeout_s: float) -> None:
         )
 
 
-def compare_fixture_folders(regenerated: Path, committed: Path) -> list[str]:
+def compare_fixture_folders(
+    regenerated: Path, committed: Path, *, command: str = "python -m grader build public"
+) -> list[str]:
     """One line per fixture file that is missing, extra, or differs beyond tolerance."""
     import torch
 
     new = {path.name for path in regenerated.glob("*.pt")}
     old = {path.name for path in committed.glob("*.pt")} if committed.is_dir() else set()
-    problems = [f"{FIXTURES_FOLDER}/{name} is not committed" for name in sorted(new - old)]
+    problems = [
+        f"{FIXTURES_FOLDER}/{name} is not committed: run `{command}`" for name in sorted(new - old)
+    ]
     problems += [
-        f"{FIXTURES_FOLDER}/{name} is no longer generated: delete it" for name in sorted(old - new)
+        f"{FIXTURES_FOLDER}/{name} is no longer recorded: run `{command}`, which deletes it"
+        for name in sorted(old - new)
     ]
     for name in sorted(new & old):
         got = torch.load(regenerated / name, weights_only=True)
@@ -426,9 +453,18 @@ def compare_fixture_folders(regenerated: Path, committed: Path) -> list[str]:
         if difference:
             problems.append(
                 f"{FIXTURES_FOLDER}/{name} differs from the reference's: {difference}; "
-                f"rerun {FIXTURE_SCRIPT} and commit the result"
+                f"run `{command}` and commit the result"
             )
     return problems
+
+
+def fixture_file_differs(recorded: Path, committed: Path) -> bool:
+    """Whether two fixture files differ beyond the grader's tolerances."""
+    import torch
+
+    got = torch.load(recorded, weights_only=True)
+    want = torch.load(committed, weights_only=True)
+    return bool(fixture_difference(got, want, committed.stem))
 
 
 def fixture_difference(got: Any, want: Any, where: str) -> str:

@@ -63,7 +63,7 @@ def make_problem() -> Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tens
     return random_problem
 
 
-def _two_layer_sequential(d_in: int, h: int, d_out: int) -> nn.Sequential:
+def two_layer_sequential(d_in: int, h: int, d_out: int) -> nn.Sequential:
     # The state_dict keys (linear1.weight, ...) match TwoLayerNet's, so a fixture's
     # weights load into either. Tests of later parts use this plain torch.nn model,
     # never your TwoLayerNet, so a bug in part 4 cannot fail them.
@@ -72,7 +72,13 @@ def _two_layer_sequential(d_in: int, h: int, d_out: int) -> nn.Sequential:
     )
 
 
+def state_of(module: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of the module's state_dict, each tensor with storage of its own."""
+    # A view would save the whole storage it looks into.
+    return {key: value.detach().clone() for key, value in module.state_dict().items()}
+
+
 @pytest.fixture(scope="session")
 def make_sequential_net() -> Callable[[int, int, int], nn.Sequential]:
     """A function building linear2(relu(linear1(x))) from plain torch.nn modules."""
-    return _two_layer_sequential
+    return two_layer_sequential

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import random_problem
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_losses_close, assert_tensor_close
 
 PART_ID = "autograd_loop"
@@ -20,9 +22,24 @@ def part(load_part: Callable[[str], ModuleType]) -> ModuleType:
     return load_part(PART_ID)
 
 
-@pytest.fixture
-def expected(load_fixture: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
-    return load_fixture(PART_ID)
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """A problem from seed 1002 and the reference's 10 training steps on it."""
+    x, y, w1, w2 = random_problem(1002, n=8, d_in=20, h=10, d_out=3)
+    w1_trained, w2_trained = w1.clone().requires_grad_(), w2.clone().requires_grad_()
+    losses = reference.train_autograd(x, y, w1_trained, w2_trained, learning_rate=1e-4, steps=10)
+    return {
+        "seed": 1002,
+        "x": x,
+        "y": y,
+        "w1": w1,
+        "w2": w2,
+        "learning_rate": 1e-4,
+        "steps": 10,
+        "losses": losses,
+        "w1_trained": w1_trained.detach().clone(),
+        "w2_trained": w2_trained.detach().clone(),
+    }
 
 
 def leaf_weights(*weights: torch.Tensor) -> list[torch.Tensor]:

@@ -10,7 +10,9 @@ from typing import Any, NoReturn
 
 import pytest
 import torch
+from conftest import random_problem
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_losses_close, assert_tensor_close
 
 PART_ID = "custom_sigmoid"
@@ -28,9 +30,40 @@ def part(load_part: Callable[[str], ModuleType]) -> ModuleType:
     return load_part(PART_ID)
 
 
-@pytest.fixture
-def expected(load_fixture: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
-    return load_fixture(PART_ID)
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """The reference's sigmoid and its gradient on both tails, zero and ordinary inputs, and
+    10 training steps of the sigmoid net on a problem from seed 1003."""
+    x, y, w1, w2 = random_problem(1003, n=8, d_in=20, h=10, d_out=3)
+    generator = torch.Generator().manual_seed(1013)
+    sigmoid_input = torch.cat(
+        [
+            torch.tensor([-1e4, -50.0, -10.0, 0.0, 10.0, 50.0, 1e4], dtype=torch.float64),
+            3 * torch.randn(13, generator=generator, dtype=torch.float64),
+        ]
+    ).requires_grad_()
+    sigmoid_output = reference.sigmoid(sigmoid_input)
+    # The gradient of sum(output * upstream) is upstream * y * (1 - y).
+    upstream = torch.randn(sigmoid_input.shape, generator=generator, dtype=torch.float64)
+    (sigmoid_grad,) = torch.autograd.grad(sigmoid_output, sigmoid_input, upstream)
+    w1_trained, w2_trained = w1.clone().requires_grad_(), w2.clone().requires_grad_()
+    losses = reference.train_sigmoid_net(x, y, w1_trained, w2_trained, learning_rate=3e-3, steps=10)
+    return {
+        "seed": 1003,
+        "x": x,
+        "y": y,
+        "w1": w1,
+        "w2": w2,
+        "sigmoid_input": sigmoid_input.detach(),
+        "sigmoid_upstream": upstream,
+        "sigmoid_output": sigmoid_output.detach(),
+        "sigmoid_grad": sigmoid_grad,
+        "learning_rate": 3e-3,
+        "steps": 10,
+        "losses": losses,
+        "w1_trained": w1_trained.detach().clone(),
+        "w2_trained": w2_trained.detach().clone(),
+    }
 
 
 def builtin_sigmoid_uses(source: str) -> list[str]:

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import random_problem
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_losses_close, assert_tensor_close
 
 PART_ID = "manual_backprop"
@@ -22,9 +24,28 @@ def part(load_part: Callable[[str], ModuleType]) -> ModuleType:
     return load_part(PART_ID)
 
 
-@pytest.fixture
-def expected(load_fixture: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
-    return load_fixture(PART_ID)
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """A problem from seed 1001, the reference's loss and gradients, and 10 training steps."""
+    x, y, w1, w2 = random_problem(1001, n=8, d_in=20, h=10, d_out=3)
+    loss, grad_w1, grad_w2 = reference.forward_backward(x, y, w1, w2)
+    w1_trained, w2_trained = w1.clone(), w2.clone()
+    losses = reference.train_manual(x, y, w1_trained, w2_trained, learning_rate=1e-4, steps=10)
+    return {
+        "seed": 1001,
+        "x": x,
+        "y": y,
+        "w1": w1,
+        "w2": w2,
+        "loss": loss,
+        "grad_w1": grad_w1,
+        "grad_w2": grad_w2,
+        "learning_rate": 1e-4,
+        "steps": 10,
+        "losses": losses,
+        "w1_trained": w1_trained,
+        "w2_trained": w2_trained,
+    }
 
 
 def forbidden_autograd_uses(source: str) -> list[str]:

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import random_problem, state_of
 from torch import nn
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_losses_close, assert_tensor_close
 
 PART_ID = "two_layer_net"
@@ -22,9 +24,29 @@ def part(load_part: Callable[[str], ModuleType]) -> ModuleType:
     return load_part(PART_ID)
 
 
-@pytest.fixture
-def expected(load_fixture: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
-    return load_fixture(PART_ID)
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """The reference's nets, seeded with 1004, their outputs and 10 training steps."""
+    x, y, _, _ = random_problem(1004, n=8, d_in=D_IN, h=H, d_out=D_OUT)
+    torch.manual_seed(1004)
+    net = reference.TwoLayerNet(D_IN, H, D_OUT).to(torch.float64)
+    block = reference.ParallelBlock(D_IN, D_OUT).to(torch.float64)
+    with torch.no_grad():
+        net_output, block_output = net(x), block(x)
+    fixture = {
+        "seed": 1004,
+        "x": x,
+        "y": y,
+        "net_state": state_of(net),
+        "net_output": net_output,
+        "block_state": state_of(block),
+        "block_output": block_output,
+        "learning_rate": 5e-2,
+        "steps": 10,
+    }
+    fixture["losses"] = reference.train_two_layer_net(net, x, y, learning_rate=5e-2, steps=10)
+    fixture["net_state_trained"] = state_of(net)
+    return fixture
 
 
 def assert_linear_layers(

@@ -73,13 +73,19 @@ def make_pretrained() -> Callable[..., PretrainedNet]:
     return make
 
 
-def _regression_net(d_in: int, h: int, d_out: int) -> nn.Sequential:
+def regression_net(d_in: int, h: int, d_out: int) -> nn.Sequential:
     # A plain torch.nn model: the checkpointing tests never depend on your other parts.
     layers = OrderedDict(linear1=nn.Linear(d_in, h), relu=nn.ReLU(), linear2=nn.Linear(h, d_out))
     return nn.Sequential(layers).to(torch.float64)
 
 
+def state_of(module: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of the module's state_dict, each tensor with storage of its own."""
+    # A view would save the whole storage it looks into.
+    return {key: value.detach().clone() for key, value in module.state_dict().items()}
+
+
 @pytest.fixture(scope="session")
 def make_regression_net() -> Callable[[int, int, int], nn.Sequential]:
     """A function building linear2(relu(linear1(x))) from plain torch.nn modules, in float64."""
-    return _regression_net
+    return regression_net

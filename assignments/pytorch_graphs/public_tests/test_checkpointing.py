@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -10,8 +11,10 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import regression_net, state_of
 from torch import nn
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_losses_close, assert_tensor_close
 
 PART_ID = "checkpointing"
@@ -23,9 +26,41 @@ def part(load_part: Callable[[str], ModuleType]) -> ModuleType:
     return load_part(PART_ID)
 
 
-@pytest.fixture
-def expected(load_fixture: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
-    return load_fixture(PART_ID)
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """An Adam run of 10 steps, checkpointed at step 4 and resumed by the reference."""
+    d_in, h, d_out, n = 9, 7, 2, 10
+    generator = torch.Generator().manual_seed(2003)
+    fixture: dict[str, Any] = {
+        "seed": 2003,
+        "dims": [d_in, h, d_out],
+        "x": torch.randn(n, d_in, generator=generator, dtype=torch.float64),
+        "y": torch.randn(n, d_out, generator=generator, dtype=torch.float64),
+        "learning_rate": 0.01,
+        "stop_at": 4,
+        "total_steps": 10,
+    }
+    torch.manual_seed(2003)
+    model = regression_net(d_in, h, d_out)
+    fixture["state"] = state_of(model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=fixture["learning_rate"])
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "checkpoint.pt"
+        # Train the first part, save, and resume into a fresh model and optimizer.
+        start = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+        torch.save({**start, "step": 0, "losses": []}, path)
+        losses = reference.resume_training(
+            path, model, optimizer, fixture["x"], fixture["y"], fixture["stop_at"]
+        )
+        reference.save_checkpoint(path, model, optimizer, fixture["stop_at"], losses)
+        torch.manual_seed(2004)
+        resumed = regression_net(d_in, h, d_out)
+        resumed_optimizer = torch.optim.Adam(resumed.parameters(), lr=fixture["learning_rate"])
+        fixture["losses"] = reference.resume_training(
+            path, resumed, resumed_optimizer, fixture["x"], fixture["y"], fixture["total_steps"]
+        )
+    fixture["state_trained"] = state_of(resumed)
+    return fixture
 
 
 @pytest.mark.points(3)

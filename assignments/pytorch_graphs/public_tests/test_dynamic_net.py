@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import state_of
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_losses_close, assert_tensor_close
 
 PART_ID = "dynamic_net"
@@ -28,9 +30,35 @@ def part(load_part: Callable[[str], ModuleType]) -> ModuleType:
     return load_part(PART_ID)
 
 
-@pytest.fixture
-def expected(load_fixture: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
-    return load_fixture(PART_ID)
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """The reference's DynamicNet seeded with 2001, its output at each depth, 12 steps."""
+    d_in, h, d_out, n = 10, 8, 3, 6
+    generator = torch.Generator().manual_seed(2001)
+    fixture: dict[str, Any] = {
+        "seed": 2001,
+        "dims": [d_in, h, d_out],
+        "x": torch.randn(n, d_in, generator=generator, dtype=torch.float64),
+        "y": torch.randn(n, d_out, generator=generator, dtype=torch.float64),
+        "learning_rate": 1e-3,
+        "steps": 12,
+        "rng_seed": 2011,
+    }
+    torch.manual_seed(2001)
+    model = reference.DynamicNet(d_in, h, d_out).to(torch.float64)
+    fixture["state"] = state_of(model)
+    with torch.no_grad():
+        fixture["outputs"] = [model(fixture["x"], depth) for depth in range(4)]
+    fixture["losses"] = reference.train_dynamic_net(
+        model,
+        fixture["x"],
+        fixture["y"],
+        random.Random(fixture["rng_seed"]),
+        learning_rate=fixture["learning_rate"],
+        steps=fixture["steps"],
+    )
+    fixture["state_trained"] = state_of(model)
+    return fixture
 
 
 def loaded_net(part: ModuleType, expected: dict[str, Any]) -> torch.nn.Module:

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import PretrainedNet, state_of
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_losses_close, assert_tensor_close
 
 PART_ID = "transfer_learning"
@@ -19,9 +21,38 @@ def part(load_part: Callable[[str], ModuleType]) -> ModuleType:
     return load_part(PART_ID)
 
 
-@pytest.fixture
-def expected(load_fixture: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
-    return load_fixture(PART_ID)
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """A PretrainedNet seeded with 2004, the reference's new head and its 10 training steps."""
+    d_in, h, feature_dim, old_classes, num_classes, n = 8, 10, 6, 5, 3, 12
+    generator = torch.Generator().manual_seed(2004)
+    fixture: dict[str, Any] = {
+        "seed": 2004,
+        "dims": [d_in, h, feature_dim, old_classes],
+        "num_classes": num_classes,
+        "x": torch.randn(n, d_in, generator=generator, dtype=torch.float64),
+        "labels": torch.randint(num_classes, (n,), generator=generator),
+        "learning_rate": 0.1,
+        "steps": 10,
+    }
+    torch.manual_seed(2004)
+    model = PretrainedNet(d_in, h, feature_dim, old_classes).to(torch.float64)
+    # Pretrained BatchNorm statistics: not the defaults, so that losing them shows.
+    with torch.no_grad():
+        model.backbone.norm.running_mean.copy_(0.3 * torch.randn(h, generator=generator))
+        model.backbone.norm.running_var.copy_(0.5 + torch.rand(h, generator=generator))
+    fixture["pretrained_state"] = state_of(model)
+    reference.replace_head(model, num_classes)
+    fixture["head_state"] = state_of(model.head)
+    fixture["losses"] = reference.train_head(
+        model,
+        fixture["x"],
+        fixture["labels"],
+        learning_rate=fixture["learning_rate"],
+        steps=fixture["steps"],
+    )
+    fixture["head_state_trained"] = state_of(model.head)
+    return fixture
 
 
 @pytest.fixture

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 import pytest
 import torch
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_tensor_close
 
 HINT = (
@@ -18,6 +20,41 @@ STABLE_HINT = (
     "Subtract each row's largest logit m before exponentiating: "
     "log(sum_j exp(z_j)) = m + log(sum_j exp(z_j - m))."
 )
+
+
+def loss_and_grad(
+    loss_function: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    other: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The loss at x and its gradient with respect to x."""
+    x = x.clone().requires_grad_(True)
+    loss = loss_function(x, other)
+    (grad,) = torch.autograd.grad(loss, x)
+    return loss.detach(), grad
+
+
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """The reference's loss and gradient on float64 logits, and on float32 logits of size 1e4."""
+    generator = torch.Generator().manual_seed(3002)
+    logits = 3.0 * torch.randn(5, 4, generator=generator, dtype=torch.float64)
+    labels = torch.randint(0, 4, (5,), generator=generator, dtype=torch.int64)
+    loss, grad = loss_and_grad(reference.cross_entropy, logits, labels)
+    generator = torch.Generator().manual_seed(3003)
+    large_logits = 1e4 * torch.randn(6, 3, generator=generator, dtype=torch.float32)
+    large_labels = torch.randint(0, 3, (6,), generator=generator, dtype=torch.int64)
+    large_loss, large_grad = loss_and_grad(reference.cross_entropy, large_logits, large_labels)
+    return {
+        "logits": logits,
+        "labels": labels,
+        "loss": loss,
+        "grad": grad,
+        "large_logits": large_logits,
+        "large_labels": large_labels,
+        "large_loss": large_loss,
+        "large_grad": large_grad,
+    }
 
 
 @pytest.mark.points(1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -9,9 +10,32 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_tensor_close
 
 HINT = "Average (pred - target) ** 2 over every element: divide the sum by pred.numel()."
+
+
+def loss_and_grad(
+    loss_function: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    x: torch.Tensor,
+    other: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The loss at x and its gradient with respect to x."""
+    x = x.clone().requires_grad_(True)
+    loss = loss_function(x, other)
+    (grad,) = torch.autograd.grad(loss, x)
+    return loss.detach(), grad
+
+
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """Inputs, the reference's loss and its gradient with respect to pred (float64)."""
+    generator = torch.Generator().manual_seed(3001)
+    pred = torch.randn(6, 4, generator=generator, dtype=torch.float64)
+    target = torch.randn(6, 4, generator=generator, dtype=torch.float64)
+    loss, grad = loss_and_grad(reference.mse_loss, pred, target)
+    return {"pred": pred, "target": target, "loss": loss, "grad": grad}
 
 
 @pytest.mark.points(1)

@@ -1,0 +1,128 @@
+"""Record the public fixtures: each public test file's `@public_fixture`, run on the reference.
+
+`build public` and `validate` both record into a scratch folder in a fresh interpreter (the
+references and public test modules it imports never reach the caller's `sys.modules`, and a
+runaway reference is stopped by the timeout), one thread, so every run computes the same
+values. `build public` then replaces the committed files that differ beyond the grader's
+tolerances; `validate` reports them.
+
+Run as `python -m grader.authoring.fixtures ASSIGNMENT_DIR SOLUTIONS_DIR OUT PART_ID...`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from grader.course.manifest import Assignment
+from grader.course.root import PACKAGE_ROOT
+from grader.errors import ConfigError
+from grader.student.fixtures import RECORDER_ATTRIBUTE, PublicFixture
+
+FIXTURES_FOLDER = "public_fixtures"
+# Recording runs the references on small public inputs: seconds, bounded for a broken one.
+RECORD_TIMEOUT_S = 300
+
+
+def record_in_fresh_interpreter(assignment: Assignment, out: Path) -> None:
+    """Write every part's recorded fixture into `out`, from a fresh interpreter."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
+    command = [
+        sys.executable,
+        "-m",
+        "grader.authoring.fixtures",
+        str(assignment.directory),
+        str(assignment.solutions_dir),
+        str(out),
+        *(part.id for part in assignment.parts),
+    ]
+    try:
+        process = subprocess.run(
+            command,
+            cwd=out.parent,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=RECORD_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise ConfigError(
+            f"{assignment.id}: recording the public fixtures took over {RECORD_TIMEOUT_S} s"
+        ) from None
+    if process.returncode != 0:
+        lines = (process.stderr or process.stdout).strip().splitlines() or ["(no output)"]
+        raise ConfigError(f"{assignment.id}: recording the public fixtures failed: {lines[-1]}")
+
+
+def record(assignment_dir: Path, solutions_dir: Path, out: Path, part_ids: list[str]) -> None:
+    """Run each `public_tests/test_<part>.py`'s @public_fixture on the part's reference."""
+    import torch
+
+    from grader.course.manifest import parse_manifest
+
+    # One thread: a multi-threaded float64 sum may add in another order from run to run.
+    torch.set_num_threads(1)
+    manifest = parse_manifest(assignment_dir / "assignment.toml")
+    tests = assignment_dir / "public_tests"
+    sys.path[:0] = [str(solutions_dir), str(tests)]  # sibling references; the tests' conftest
+    out.mkdir(parents=True, exist_ok=True)
+    for part_id in part_ids:
+        test_file = tests / f"test_{part_id}.py"
+        if not test_file.is_file():
+            continue
+        recorders = [
+            value
+            for value in vars(_load(test_file, f"_public_test_{part_id}")).values()
+            if isinstance(getattr(value, RECORDER_ATTRIBUTE, None), PublicFixture)
+        ]
+        if len(recorders) > 1:
+            raise ConfigError(f"{test_file.name}: one @public_fixture per test file, not more")
+        if not recorders:
+            continue
+        reference_file = solutions_dir / manifest.part(part_id).file
+        reference = _load(reference_file, reference_file.stem)
+        values = getattr(recorders[0], RECORDER_ATTRIBUTE).build(reference)
+        path = out / f"{part_id}.pt"
+        torch.save(values, path)
+        try:
+            torch.load(path, weights_only=True)
+        except Exception as error:  # what weights_only refuses, it refuses with many types
+            lines = str(error).splitlines()
+            why = next((line.strip() for line in lines if "Unsupported global" in line), "")
+            raise ConfigError(
+                f"{test_file.name}: the @public_fixture returned what a weights-only load "
+                f"refuses ({why or type(error).__name__}); return tensors, numbers, strings, "
+                "lists and dicts"
+            ) from None
+
+
+def _load(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{path} cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str]) -> int:
+    assignment_dir, solutions_dir, out, *part_ids = argv
+    try:
+        record(Path(assignment_dir), Path(solutions_dir), Path(out), part_ids)
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
