@@ -8,7 +8,8 @@ their own. Fixtures, for a test file `public_tests/test_<part>.py`:
 - `load_part(part_id)`: imports that part's file from `student_dir`, once a session;
 - `part`: the module of the part the test file is named after;
 - `load_fixture(name)`: reads `public_fixtures/<name>.pt` (tensors only, a fresh copy);
-- `expected`: `load_fixture(<part>)`;
+- `expected`: `load_fixture(<part>)` (a test file's `@public_fixture` of that name,
+  grader/student/fixtures.py, reads the same file, which `build public` records);
 - `device`: runs the test on the CPU and, where there is one, on the GPU.
 
 And the marker `@pytest.mark.points(n)`: the test's weight in its part's public score.
