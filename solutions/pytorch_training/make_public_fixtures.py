@@ -2,8 +2,8 @@
 
 Usage: python solutions/pytorch_training/make_public_fixtures.py [--out DIR]
 
-Writes `training.pt`, `tensorboard_logging.pt` and `checkpointing.pt` (tensors, numbers and
-lists, loadable with weights_only=True) into DIR, by default
+Writes `training.pt`, `tensorboard_logging.pt`, `checkpointing.pt` and `finetuning.pt`
+(tensors, numbers and lists, loadable with weights_only=True) into DIR, by default
 assignments/pytorch_training/public_fixtures. Public seeds are below 10000 (here 4000-4999);
 hidden tests draw theirs at grading time.
 """
@@ -25,9 +25,10 @@ for folder in (SOLUTIONS_DIR, ASSIGNMENT_DIR / "public_tests"):
         sys.path.insert(0, str(folder))
 
 import checkpointing  # noqa: E402
+import finetuning  # noqa: E402
 import tensorboard_logging  # noqa: E402
 import training  # noqa: E402
-from conftest import load_digits, two_layer_net  # noqa: E402
+from conftest import PRETRAINED_FILE, load_digits, two_layer_net  # noqa: E402
 
 # The public tests train on the first 300 training digits: a second or less.
 PUBLIC_DIGITS = 300
@@ -97,6 +98,16 @@ def checkpointing_fixture() -> dict[str, object]:
     }
 
 
+def finetuning_fixture() -> dict[str, object]:
+    torch.manual_seed(4031)
+    model = finetuning.prepare_finetuning(two_layer_net(48), PRETRAINED_FILE, 2)
+    head = {name: value.detach().clone() for name, value in model.linear2.named_parameters()}
+    digits = load_digits(PUBLIC_DIGITS)
+    torch.manual_seed(4032)
+    losses = finetuning.finetune(model, digits["train_x"], digits["train_y"] % 2, **TRAINING)
+    return {"head": head, "losses": losses}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -106,6 +117,7 @@ def main() -> None:
     torch.save(training_fixture(), out / "training.pt")
     torch.save(tensorboard_logging_fixture(), out / "tensorboard_logging.pt")
     torch.save(checkpointing_fixture(), out / "checkpointing.pt")
+    torch.save(finetuning_fixture(), out / "finetuning.pt")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,8 @@
 `python -m grader check` loads the grader's public-test plugin itself; plain pytest needs it
 named here. The plugin provides the fixtures (`part`, `load_part`, `expected`, `load_fixture`,
 `device`, `student_dir`) and the `points` marker; this file adds the tests' model and data
-(`two_layer_net`, `load_digits`), which make_public_fixtures.py shares. To test the files
-of another folder:
-`GRADER_STUDENT_DIR=path/to/files pytest public_tests`.
+(`two_layer_net`, `load_digits`, `PRETRAINED_FILE`), which make_public_fixtures.py shares.
+To test the files of another folder: `GRADER_STUDENT_DIR=path/to/files pytest public_tests`.
 """
 
 from __future__ import annotations
@@ -29,6 +28,8 @@ pytest_plugins = ("grader.student.plugin",)
 
 
 DIGITS_FILE = Path(__file__).resolve().parents[1] / "digits.pt"
+# The checkpoint part `finetuning` starts from: two_layer_net(48) trained on all ten digits.
+PRETRAINED_FILE = Path(__file__).resolve().parents[1] / "pretrained.pt"
 
 
 def two_layer_net(hidden: int) -> nn.Sequential:

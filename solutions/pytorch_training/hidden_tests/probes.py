@@ -221,6 +221,106 @@ def load_model_outputs(part, *, seed, device, hidden, n):
     return {"type": _type_name(loaded), "outputs": outputs, "training": bool(loaded.training)}
 
 
+# ------------------------------------------------------------------ part `finetuning`
+
+
+def _parameters(model):
+    """A model's parameters as data: {name: plain copy} and {name: requires_grad}."""
+    named = list(model.named_parameters())
+    return {name: _t(value) for name, value in named}, {
+        name: bool(value.requires_grad) for name, value in named
+    }
+
+
+def _seeded_checkpoint(seed, hidden):
+    """A state_dict shaped like the pretrained net's, its values drawn from the seed."""
+    generator = torch.Generator().manual_seed(seed)
+    shapes = {
+        "linear1.weight": (hidden, PIXELS),
+        "linear1.bias": (hidden,),
+        "linear2.weight": (CLASSES, hidden),
+        "linear2.bias": (CLASSES,),
+    }
+    return {name: 0.2 * torch.randn(shape, generator=generator) for name, shape in shapes.items()}
+
+
+def _frozen_features_new_head(hidden, device, pretrained, num_classes):
+    """The pretrained net as prepare_finetuning leaves it, built here with plain torch."""
+    model = two_layer_net(hidden, device)
+    model.load_state_dict(pretrained)
+    model.requires_grad_(False)
+    model.linear2 = nn.Linear(hidden, num_classes).to(device)
+    return model
+
+
+def _odd_or_even(labels, device):
+    return (labels.to(torch.int64) % 2).to(device)
+
+
+def prepared_model(part, *, seed, device, hidden):
+    """prepare_finetuning with a checkpoint and a number of classes drawn from the seed: the
+    returned model's parameters and which of them require grad."""
+    copy_parameters = _parameters
+    num_classes = int(torch.randint(2, 9, (1,), generator=torch.Generator().manual_seed(seed)))
+    torch.manual_seed(seed)
+    model = two_layer_net(hidden, device)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "pretrained.pt"
+        torch.save(_seeded_checkpoint(seed, hidden), path)
+        prepared = part.prepare_finetuning(model, path, num_classes)
+    if not isinstance(prepared, nn.Module):
+        return {"type": _type_name(prepared), "num_classes": num_classes}
+    values, requires_grad = copy_parameters(prepared)
+    return {
+        "type": _type_name(prepared),
+        "num_classes": num_classes,
+        "parameters": values,
+        "requires_grad": requires_grad,
+    }
+
+
+def finetune_losses(part, *, seed, device, digits, pretrained, epochs, batch_size, learning_rate):
+    """finetune on a model prepared here (features loaded and frozen, a new 2-class head)."""
+    hidden = pretrained["linear1.weight"].shape[0]
+    torch.manual_seed(seed)
+    model = _frozen_features_new_head(hidden, device, pretrained, 2)
+    losses = part.finetune(
+        model,
+        _pixels(digits["train_x"], device),
+        _odd_or_even(digits["train_y"], device),
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+    )
+    return {"losses": _floats(losses)}
+
+
+def finetuned_parameters(
+    part, *, seed, device, digits, pretrained, epochs, batch_size, learning_rate
+):
+    """prepare_finetuning with the pretrained checkpoint, then finetune for odd or even: the
+    parameters the model ends with (the tests judge them where no student code runs)."""
+    copy_parameters = _parameters
+    hidden = pretrained["linear1.weight"].shape[0]
+    torch.manual_seed(seed)
+    model = two_layer_net(hidden, device)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "pretrained.pt"
+        torch.save(pretrained, path)
+        model = part.prepare_finetuning(model, path, 2)
+    if not isinstance(model, nn.Module):
+        return {"type": _type_name(model)}
+    part.finetune(
+        model,
+        _pixels(digits["train_x"], device),
+        _odd_or_even(digits["train_y"], device),
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+    )
+    return {"type": _type_name(model), "parameters": copy_parameters(model)[0]}
+
+
 # ------------------------------------------------------------------ for the tests (trusted side)
 
 

@@ -14,7 +14,7 @@ from grader.testing import assert_tensor_close
 HIDDEN, ROUNDS = 24, 6
 
 
-@pytest.mark.points(15)
+@pytest.mark.points(9)
 def test_keeps_the_best_state(compare, judge, reference, seed, device):
     """keep_best: the file holds the state_dict of the epoch with the best accuracy"""
     got, want = compare(
@@ -47,7 +47,7 @@ def test_keeps_the_best_state(compare, judge, reference, seed, device):
         )
 
 
-@pytest.mark.points(10)
+@pytest.mark.points(6)
 def test_load_model(compare, seed, device):
     """load_model: the loaded model computes what the saved one did, in eval mode"""
     got, want = compare(probes.load_model_outputs, seed=seed, device=device, hidden=HIDDEN, n=64)

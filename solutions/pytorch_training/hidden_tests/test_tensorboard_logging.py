@@ -65,7 +65,7 @@ def _brief(steps: list[int]) -> str:
     return str(steps) if len(steps) <= 8 else f"{steps[:4]} ... {steps[-2:]} ({len(steps)})"
 
 
-@pytest.mark.points(10)
+@pytest.mark.points(6)
 def test_returned_losses(compare, seed, device):
     """train_with_logging: the losses it returns match the reference"""
     got, want = _logged(compare, seed, device)
@@ -81,7 +81,7 @@ def test_returned_losses(compare, seed, device):
     )
 
 
-@pytest.mark.points(10)
+@pytest.mark.points(7)
 def test_loss_logged_per_step(compare, seed, device):
     """train_with_logging: the training loss logged under 'train/loss' at every step"""
     got, want = _logged(compare, seed, device)
@@ -106,7 +106,7 @@ def test_loss_logged_per_step(compare, seed, device):
         )
 
 
-@pytest.mark.points(10)
+@pytest.mark.points(7)
 def test_accuracy_logged_per_epoch(compare, seed, device):
     """train_with_logging: the validation accuracy logged under 'val/accuracy' every epoch"""
     got, want = _logged(compare, seed, device)
