@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.authoring.validate import environment_problems
+from grader.authoring.validate import environment_problems, fixture_problems
 from grader.course.manifest import load_assignment
 from grader.grading.scoring import GATED_NOTE
 from tests.support import (
@@ -221,18 +221,9 @@ def test_public_tests_fail_on_the_stubs(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_regenerated_fixtures_match(tmp_path: Path) -> None:
-    out = tmp_path / "fixtures"
-    run_python(SOLUTIONS_DIR / "make_public_fixtures.py", "--out", out, cwd=tmp_path)
-    committed = ASSIGNMENT_DIR / "public_fixtures"
-    names = sorted(path.name for path in committed.iterdir())
-    assert sorted(path.name for path in out.iterdir()) == names
-    for name in names:
-        got = torch.load(out / name, weights_only=True)
-        want = torch.load(committed / name, weights_only=True)
-        assert sorted(got) == sorted(want), name
-        for key in want:
-            torch.testing.assert_close(got[key], want[key], msg=f"{name}[{key!r}]")
+def test_recorded_fixtures_match_within_tolerance() -> None:
+    """Within the grader's tolerances, not byte for byte: CPUs differ in the last bit."""
+    assert fixture_problems(ASSIGNMENT) == []
 
 
 @pytest.mark.slow

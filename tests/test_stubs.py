@@ -146,7 +146,9 @@ def test_the_line_length_comes_from_the_courses_pyproject(tmp_path: Path) -> Non
     assert course_line_length(REPO) == 100
 
 
-@pytest.mark.parametrize("assignment", ["pytorch_basics", "pytorch_graphs", "pytorch_losses"])
+@pytest.mark.parametrize(
+    "assignment", ["pytorch_basics", "pytorch_graphs", "pytorch_losses", "pytorch_training"]
+)
 def test_every_bundled_stub_is_generated_from_its_reference(assignment: str) -> None:
     from grader.course.manifest import load_assignment
 

@@ -3,7 +3,8 @@
 `python -m grader check` loads the grader's public-test plugin itself; plain pytest needs it
 named here. The plugin provides the fixtures (`part`, `load_part`, `expected`, `load_fixture`,
 `device`, `student_dir`) and the `points` marker; this file adds the tests' model and data
-(`two_layer_net`, `load_digits`, `PRETRAINED_FILE`), which make_public_fixtures.py shares.
+(`two_layer_net`, `load_digits`, `PRETRAINED_FILE`), which the tests' `@public_fixture`
+functions use too.
 To test the files of another folder: `GRADER_STUDENT_DIR=path/to/files pytest public_tests`.
 """
 

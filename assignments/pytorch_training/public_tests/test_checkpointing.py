@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -10,7 +11,40 @@ import pytest
 import torch
 from conftest import two_layer_net
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_tensor_close
+
+
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """What the reference keeps over six epochs' accuracies, and the kept model's outputs."""
+    torch.manual_seed(4021)
+    model = two_layer_net(16)
+    accuracies = [0.5, 0.75, 0.625, 0.75, 0.875, 0.25]
+    best = float("-inf")
+    returned = []
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "best.pt"
+        for accuracy in accuracies:
+            with torch.no_grad():
+                for parameter in model.parameters():
+                    parameter.add_(0.1)
+            best = reference.keep_best(model, accuracy, best, path)
+            returned.append(best)
+        kept = torch.load(path, weights_only=True)
+    x = torch.rand(10, 64, generator=torch.Generator().manual_seed(4022))
+    fresh = two_layer_net(16)
+    fresh.load_state_dict(kept)
+    fresh.eval()
+    with torch.no_grad():
+        outputs = fresh(x)
+    return {
+        "accuracies": accuracies,
+        "returned": returned,
+        "kept": dict(kept),
+        "x": x,
+        "outputs": outputs,
+    }
 
 
 @pytest.mark.points(3)

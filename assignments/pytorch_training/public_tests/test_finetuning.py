@@ -10,9 +10,24 @@ import torch
 from conftest import PRETRAINED_FILE, load_digits, two_layer_net
 from torch import nn
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_losses_close, assert_tensor_close
 
 FEATURES = ("linear1.weight", "linear1.bias")
+
+
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """The reference's new head and its losses: fine-tuning on 300 digits, odd or even."""
+    torch.manual_seed(4031)
+    model = reference.prepare_finetuning(two_layer_net(48), PRETRAINED_FILE, 2)
+    head = {name: value.detach().clone() for name, value in model.linear2.named_parameters()}
+    digits = load_digits(300)
+    torch.manual_seed(4032)
+    losses = reference.finetune(
+        model, digits["train_x"], digits["train_y"] % 2, epochs=2, batch_size=50, learning_rate=0.1
+    )
+    return {"head": head, "losses": losses}
 
 
 @pytest.mark.points(3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 import torch
 from conftest import load_digits, two_layer_net
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_losses_close, read_scalars
 
 
@@ -28,6 +30,27 @@ def _train(part: ModuleType, log_dir: Path) -> dict[str, list[float]]:
         log_dir=str(log_dir),
     )
     return result
+
+
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """The reference's losses and validation accuracies: 2 epochs on 300 digits, seeded."""
+    digits = load_digits(300)
+    torch.manual_seed(4011)
+    model = two_layer_net(32)
+    with tempfile.TemporaryDirectory() as folder:
+        result = reference.train_with_logging(
+            model,
+            digits["train_x"],
+            digits["train_y"],
+            digits["val_x"],
+            digits["val_y"],
+            log_dir=folder,
+            epochs=2,
+            batch_size=50,
+            learning_rate=0.1,
+        )
+    return {"losses": result["losses"], "val_accuracy": result["val_accuracy"]}
 
 
 @pytest.mark.points(2)

@@ -9,12 +9,33 @@ import pytest
 import torch
 from conftest import load_digits, two_layer_net
 
+from grader.student.fixtures import public_fixture
 from grader.testing import assert_losses_close
 
 HINT = (
     "One DataLoader(TensorDataset(x, y), batch_size, shuffle=True, num_workers=0), "
     "SGD(lr, momentum=0.9), model.train(); per batch zero_grad, cross-entropy, backward, step."
 )
+
+
+@public_fixture
+def expected(reference: ModuleType) -> dict[str, Any]:
+    """The reference's losses and predictions: 2 epochs on 300 digits, then an untrained net."""
+    digits = load_digits(300)
+    torch.manual_seed(4001)
+    model = two_layer_net(32)
+    losses = reference.train_model(
+        model, digits["train_x"], digits["train_y"], epochs=2, batch_size=50, learning_rate=0.1
+    )
+    torch.manual_seed(4002)
+    untrained = two_layer_net(32)
+    x = torch.rand(40, 64, generator=torch.Generator().manual_seed(4003))
+    return {
+        "losses": losses,
+        "val_predictions": reference.predict(model, digits["val_x"]),
+        "x": x,
+        "predictions": reference.predict(untrained, x),
+    }
 
 
 @pytest.mark.points(3)
