@@ -1,20 +1,24 @@
 """Grade real submissions inside the Gradescope image, run the way Gradescope runs it.
 
-`make docker-test` runs this. From a fresh clone on a machine with Docker's packages it:
+`make docker-test ASSIGNMENT=A` runs this (`-a A`). A is an assignment of the course the
+grader's commands find: `GRADER_COURSE`, else the course at or above the working folder,
+else this checkout's. From a fresh clone on a machine with Docker's packages it:
 
 1. starts a Docker engine if none answers (`dockerd` in the background, as root);
 2. picks the base image: Gradescope's `gradescope/autograder-base:ubuntu-22.04` when it can
    be pulled, else a stand-in: Debian bookworm made with `debootstrap` and loaded with
    `docker import` (`--base gradescope|standin|auto`, default auto);
-3. builds the autograder zip (`python -m grader build autograder -a A`) and the image from
-   it with the project's own docker/Dockerfile and setup.sh; pip gets this machine's CA
+3. builds the autograder zip (`python -m grader build autograder -a A`) and the image
+   `torch-grader-autograder:A` from it with the project's own docker/Dockerfile and the
+   zip's setup.sh, which installs A's environment.lock too; pip gets this machine's CA
    bundle and finds the pinned torch wheel in its find-links folder (builds may use the
    host network; runs never do);
 4. grades, each in a fresh container with `--network none`, Gradescope's default limits
    (`--cpus=0.5 --memory=768m`) and no extra capabilities: the reference (full marks), the
-   stubs (0) and every case of tests/hostile/ (its expected part scores), plus two
-   container-only attacks: the solutions folder made world-readable before grading must
-   still be unreadable to student code, and a TCP connect must fail;
+   stubs (0) and, for this checkout's assignments, every case of tests/hostile/ that
+   attacks A (its expected part scores), plus, for pytorch_basics, two container-only
+   attacks: the solutions folder made world-readable before grading must still be
+   unreadable to student code, and a TCP connect must fail;
 5. prints one line per case and what `environment.sandbox` reported, and exits 1 if any
    score differs.
 """
@@ -46,6 +50,8 @@ else:  # pragma: no cover - Python 3.10
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from grader.course.manifest import Assignment, load_assignment  # noqa: E402
+from grader.course.root import find_course_root  # noqa: E402
 from tests import test_hostile  # noqa: E402  (the hostile suite's own case builder)
 from tests.deep_folders import remove_tree  # noqa: E402
 
@@ -287,14 +293,22 @@ def part_scores(results: dict[str, Any]) -> dict[str, float]:
     return scores
 
 
+def course_assignment(assignment: str) -> Assignment:
+    """`assignment` in the course the grader's commands find (`GRADER_COURSE`, else the
+    course at or above the working folder, else this checkout's), as `build` packs it."""
+    return load_assignment(assignment, root=find_course_root() / "assignments")
+
+
 def cases(assignment: str, work: Path, only: set[str]) -> list[Case]:
-    solutions = ROOT / "solutions" / assignment
-    stubs = ROOT / "assignments" / assignment
-    full = test_hostile.part_points(assignment)
+    manifest = course_assignment(assignment)
+    full = {part.id: part.points for part in manifest.parts}
     found = [
-        Case("reference", solutions, full),
-        Case("stubs", stubs, dict.fromkeys(full, 0.0)),
+        Case("reference", manifest.solutions_dir, full),
+        Case("stubs", manifest.directory, dict.fromkeys(full, 0.0)),
     ]
+    if manifest.directory.parent.parent.resolve() != ROOT:
+        # Another course's assignment: the attacks below are written against this one's.
+        return [case for case in found if not only or case.name in only]
     replacements = {
         "__HOSTILE_PORT__": "9",
         "__HOSTILE_CANARY__": "/tmp/container-test-canary",
