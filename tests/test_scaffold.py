@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,134 @@ def test_new_in_a_folder_with_no_course_starts_one_there(tmp_path: Path) -> None
     assert (tmp_path / "solutions" / "vecnet").is_dir()
     assert str(tmp_path.resolve()) in " ".join(process.stdout.split())
     assert not (COURSE_ROOT / "assignments" / "vecnet").exists()
+
+
+TWO_PART_MANIFEST = """\
+[assignment]
+id = "demo"
+title = "Scale and shift"
+notebook = "walkthrough.ipynb"
+
+[[parts]]
+id = "scale"
+file = "scale.py"
+points = 10
+
+[[parts]]
+id = "shift"
+file = "shift.py"
+points = 10
+
+[walkthrough.parts.scale]
+intro = "## Part 1: `scale.py`"
+
+[walkthrough.parts.shift]
+intro = "## Part 2: `shift.py`"
+"""
+
+SCALE_REFERENCE = '''\
+"""Part `scale`: multiply a tensor by a number."""
+
+import torch
+
+
+def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
+    """Return `x * factor`, a new tensor of x's shape, dtype and device."""
+    # BEGIN SOLUTION: multiply x by factor
+    return x * factor
+    # END SOLUTION
+'''
+
+TWO_PART_PROBES = """\
+import torch
+
+
+def scale_probe(part, seed):
+    return {"y": part.scale(torch.randn(6, generator=torch.Generator().manual_seed(seed)), 2.5)}
+
+
+def shift_probe(part, seed):
+    return {"y": part.shift(torch.randn(6, generator=torch.Generator().manual_seed(seed)), 0.5)}
+"""
+
+# Both parts' hidden tests in one file: each test names its part.
+TWO_PART_HIDDEN_TESTS = '''\
+import probes
+import pytest
+
+from grader.testing import assert_tensor_close
+
+
+@pytest.mark.part("scale")
+@pytest.mark.points(1)
+def test_scale_matches_reference(compare, seed):
+    """scale(x, 2.5) matches the reference on random x"""
+    got, want = compare(probes.scale_probe, seed=seed)
+    assert_tensor_close(got["y"], want["y"], what="scale(x, 2.5)")
+
+
+@pytest.mark.part("shift")
+@pytest.mark.points(1)
+def test_shift_matches_reference(compare, seed):
+    """shift(x, 0.5) matches the reference on random x"""
+    got, want = compare(probes.shift_probe, seed=seed)
+    assert_tensor_close(got["y"], want["y"], what="shift(x, 0.5)")
+'''
+
+
+def _contents(course: Path) -> dict[str, bytes]:
+    """Each file under `course` by its path: what it holds."""
+    files = (path for path in course.rglob("*") if path.is_file())
+    return {path.relative_to(course).as_posix(): path.read_bytes() for path in files}
+
+
+@pytest.mark.slow
+def test_a_two_part_assignment_in_five_files_its_author_writes(tmp_path: Path) -> None:
+    """From `new`, an author writes the manifest, two references, the probes and one hidden
+    test file for both parts (no public tests); new and build write every other file."""
+    course = tmp_path / "course"
+    scaffold_assignment(course, "demo")
+    generated = _contents(course)
+    for example in ("public_tests/test_scale.py", "public_fixtures/scale.pt"):
+        (course / "assignments/demo" / example).unlink()
+    (course / "solutions/demo/hidden_tests/test_scale.py").unlink()
+    written = {
+        "assignments/demo/assignment.toml": TWO_PART_MANIFEST,
+        "solutions/demo/scale.py": SCALE_REFERENCE,
+        "solutions/demo/shift.py": SHIFT_REFERENCE,
+        "solutions/demo/hidden_tests/probes.py": TWO_PART_PROBES,
+        "solutions/demo/hidden_tests/test_demo.py": TWO_PART_HIDDEN_TESTS,
+    }
+    for path, text in written.items():
+        (course / path).write_text(text, encoding="utf-8")
+    authored = {path for path, data in _contents(course).items() if generated.get(path) != data}
+    assert len(authored) <= 5, sorted(authored)
+    for target in ("public", "notebook"):
+        built = run_grader_cli("build", target, "--course", course)
+        assert built.returncode == 0, built.stdout + built.stderr
+
+    validated = run_grader_cli("validate", "--course", course, timeout=900)
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    assert "demo: ok" in validated.stdout
+    for folder, score in (("solutions/demo", 20), ("assignments/demo", 0)):
+        report = tmp_path / f"{score}.json"
+        graded = run_grader_cli(
+            "grade", course / folder, "--course", course, "--seed", "7", "--report", report
+        )
+        assert graded.returncode == 0, graded.stderr
+        parts = json.loads(report.read_text())["parts"]
+        assert {id: part["score"] for id, part in parts.items()} == {
+            "scale": score / 2,
+            "shift": score / 2,
+        }
+
+    kit_zip = tmp_path / "kit.zip"
+    starter = run_grader_cli("build", "starter", "--course", course, "-o", kit_zip)
+    assert starter.returncode == 0, starter.stdout + starter.stderr
+    with zipfile.ZipFile(kit_zip) as archive:
+        archive.extractall(tmp_path / "kit")
+    (kit_assignment,) = (tmp_path / "kit").rglob("assignments/demo")
+    checked = run_grader_cli("check", cwd=kit_assignment)
+    lines = " ".join(checked.stdout.split())
+    for part in ("scale", "shift"):
+        assert f"{part}: no public tests" in lines, checked.stdout + checked.stderr

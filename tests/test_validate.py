@@ -107,6 +107,10 @@ def test_a_probe_that_imports_the_reference(course: Path) -> None:
 
 
 def test_a_notebook_with_two_cells_for_a_part_and_none_for_another(course: Path) -> None:
+    # A notebook kept by hand (no [walkthrough] to render it from): only its marked cells are
+    # checked, so the edits below are what validate reads, not a notebook out of date.
+    manifest = course / "assignments/demo/assignment.toml"
+    manifest.write_text(manifest.read_text().partition("\n[walkthrough]")[0] + "\n")
     path = course / "assignments/demo/walkthrough.ipynb"
     notebook = json.loads(path.read_text())
     marked = next(c for c in notebook["cells"] if "part:scale" in c["metadata"].get("tags", []))

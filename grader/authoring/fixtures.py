@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 from grader.course.manifest import Assignment
+from grader.course.part_marker import part_of_module
 from grader.course.root import PACKAGE_ROOT
 from grader.errors import ConfigError
 from grader.student.fixtures import RECORDER_ATTRIBUTE, PublicFixture
@@ -63,7 +64,7 @@ def record_in_fresh_interpreter(assignment: Assignment, out: Path) -> None:
 
 
 def record(assignment_dir: Path, solutions_dir: Path, out: Path, part_ids: list[str]) -> None:
-    """Run each `public_tests/test_<part>.py`'s @public_fixture on the part's reference."""
+    """Run each public test file's @public_fixture on its part's reference (one per part)."""
     import torch
 
     from grader.course.manifest import parse_manifest
@@ -74,22 +75,29 @@ def record(assignment_dir: Path, solutions_dir: Path, out: Path, part_ids: list[
     tests = assignment_dir / "public_tests"
     sys.path[:0] = [str(solutions_dir), str(tests)]  # sibling references; the tests' conftest
     out.mkdir(parents=True, exist_ok=True)
-    for part_id in part_ids:
-        test_file = tests / f"test_{part_id}.py"
-        if not test_file.is_file():
-            continue
-        recorders = [
-            value
-            for value in vars(_load(test_file, f"_public_test_{part_id}")).values()
-            if isinstance(getattr(value, RECORDER_ATTRIBUTE, None), PublicFixture)
-        ]
-        if len(recorders) > 1:
-            raise ConfigError(f"{test_file.name}: one @public_fixture per test file, not more")
-        if not recorders:
-            continue
+    recorded: dict[str, tuple[Path, PublicFixture]] = {}
+    for test_file in sorted(tests.glob("test_*.py")):
+        module = _load(test_file, f"_public_{test_file.stem}")
+        for value in list(vars(module).values()):
+            fixture = getattr(value, RECORDER_ATTRIBUTE, None)
+            if not isinstance(fixture, PublicFixture):
+                continue
+            part_id = fixture.part or part_of_module(module, test_file)
+            if part_id in recorded:
+                raise ConfigError(
+                    f"{test_file.name}: a second @public_fixture of part {part_id!r} "
+                    f"(the first is in {recorded[part_id][0].name}): one per part"
+                )
+            recorded[part_id] = (test_file, fixture)
+    for part_id, (test_file, fixture) in recorded.items():
+        if part_id not in part_ids:
+            raise ConfigError(
+                f"{test_file.name}: its @public_fixture names no part ({part_id!r}); name one "
+                f"with @public_fixture(part=...) or pytestmark (parts: {', '.join(part_ids)})"
+            )
         reference_file = solutions_dir / manifest.part(part_id).file
         reference = _load(reference_file, reference_file.stem)
-        values = getattr(recorders[0], RECORDER_ATTRIBUTE).build(reference)
+        values = fixture.build(reference)
         path = out / f"{part_id}.pt"
         torch.save(values, path)
         try:

@@ -36,6 +36,7 @@ from grader.authoring.validation_grades import ValidationGrader
 from grader.course.environment import provided_distributions, undeclared_imports
 from grader.course.lock import lock_path, lock_problem, read_lock
 from grader.course.manifest import Assignment, load_assignment
+from grader.course.part_marker import part_of_item
 from grader.errors import ConfigError
 from grader.grading.grade import modules_of
 
@@ -194,11 +195,12 @@ class _CollectionCheck:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         parts = {part.id for part in self.assignment.parts}
         for item in items:
-            part_id = Path(str(item.path)).stem.removeprefix("test_")
+            part_id = part_of_item(item)
             if part_id not in parts:
                 self.problems.append(
-                    f"hidden test {item.nodeid}: its file does not name a part "
-                    f"(test_<part>.py, parts: {self.assignment.part_ids()})"
+                    f"hidden test {item.nodeid}: does not name a part, neither by "
+                    "@pytest.mark.part(id) nor by its file's name test_<part>.py "
+                    f"(parts: {self.assignment.part_ids()})"
                 )
                 continue
             self.tested.add(part_id)

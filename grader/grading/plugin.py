@@ -28,6 +28,7 @@ from grader.course.environment import (
     staff_modules,
 )
 from grader.course.manifest import Part
+from grader.course.part_marker import PART_MARKER_HELP, part_of_function, part_of_item
 from grader.grading.causes import (
     WRONG_ANSWER,
     combine_fingerprints,
@@ -58,6 +59,7 @@ MARKERS = (
     "counts_after(*tests): gated on one of these gate-opening tests of the module passing",
     "visibility(level): Gradescope visibility overriding the manifest's",
     "cuda_only: skipped when grading on CPU",
+    PART_MARKER_HELP,
 )
 PART_KEY = pytest.StashKey[Part]()
 # One entry per `compare` call of a test that returned: the student's outputs, fingerprinted
@@ -129,12 +131,11 @@ class GraderPlugin:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         parts = {part.id: part for part in self.session.assignment.parts}
         for item in items:
-            module_name = Path(str(item.fspath)).stem
-            part_id = module_name.removeprefix("test_")
+            part_id = part_of_item(item)
             if part_id not in parts:
                 self.collection_errors.append(
-                    f"{item.nodeid}: {module_name}.py does not name a part "
-                    f"({self.session.assignment.part_ids()})"
+                    f"{item.nodeid}: names no part, neither by @pytest.mark.part(id) nor by "
+                    f"its file's name test_<part>.py ({self.session.assignment.part_ids()})"
                 )
                 continue
             item.stash[PART_KEY] = parts[part_id]
@@ -194,22 +195,25 @@ class GraderPlugin:
         return bool(item.get_closest_marker("cuda_only")) and self.session.device != "cuda"
 
     def _check_counts_after(self, item: pytest.Item) -> None:
-        """`counts_after` names test functions of the item's own module."""
+        """`counts_after` names test functions of the item's own module and part."""
         marker = item.get_closest_marker("counts_after")
         if marker is None:
             return
         module = getattr(item, "module", None)
+        path = Path(str(item.path))
         unknown = [
             name
             for name in marker.args
             if not isinstance(name, str)
             or not name.startswith("test_")
-            or not inspect.isfunction(getattr(module, name, None))
+            or not inspect.isfunction(function := getattr(module, name, None))
+            or module is None
+            or part_of_function(function, module, path) != part_of_item(item)
         ]
         if unknown or not marker.args:
             self.collection_errors.append(
                 f"{item.nodeid}: @pytest.mark.counts_after takes the names of test functions "
-                f"of the same module (not {unknown or 'nothing'})"
+                f"of the same module and part (not {unknown or 'nothing'})"
             )
 
     # -- fixtures ---------------------------------------------------------------------------

@@ -45,6 +45,10 @@ UNSCORED_NOTE = (
     "{part}: no public test of this part compares your values with the reference's, so its "
     "tests earn no points here (-); its {worth:g} points come from the hidden tests alone."
 )
+NO_PUBLIC_TESTS_NOTE = (
+    "{part}: no public tests, so `check` cannot try it; grading tests it with hidden tests "
+    "for its {worth:g} points."
+)
 # A public outcome as scoring knows it: a stub's test is one that did not pass.
 SCORING_OUTCOMES: dict[str, Outcome] = {
     "passed": "passed",
@@ -355,7 +359,9 @@ def print_check(
     """
     console.print(_part_table(result))
     for part in result.parts:
-        if not part.scored and part.total:
+        if part.status == "no public tests":
+            console.print(NO_PUBLIC_TESTS_NOTE.format(part=part.id, worth=part.worth), style="dim")
+        elif not part.scored and part.total:
             console.print(UNSCORED_NOTE.format(part=part.id, worth=part.worth), style="dim")
     if details:
         for note in result.notes:

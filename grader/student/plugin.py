@@ -1,14 +1,16 @@
 """The pytest plugin every assignment's public tests get: where the files are, how they load.
 
 `check` loads it (through `grader.student.report`), so public tests need no conftest.py of
-their own. Fixtures, for a test file `public_tests/test_<part>.py`:
+their own. A test's part is its `@pytest.mark.part("id")` (on the test, its class or the
+module's `pytestmark`), else its file's name `public_tests/test_<part>.py`
+(grader/course/part_marker.py). Fixtures:
 
 - `student_dir`: the folder holding the files under test: GRADER_STUDENT_DIR, else the
   assignment folder (the one with assignment.toml above the test file);
 - `load_part(part_id)`: imports that part's file from `student_dir`, once a session;
-- `part`: the module of the part the test file is named after;
+- `part`: the module of the test's part;
 - `load_fixture(name)`: reads `public_fixtures/<name>.pt` (tensors only, a fresh copy);
-- `expected`: `load_fixture(<part>)` (a test file's `@public_fixture` of that name,
+- `expected`: `load_fixture(<the test's part>)` (a `@public_fixture` of that name,
   grader/student/fixtures.py, reads the same file, which `build public` records);
 - `device`: runs the test on the CPU and, where there is one, on the GPU.
 
@@ -35,6 +37,7 @@ import pytest
 import torch
 
 from grader.course.manifest import parse_manifest
+from grader.course.part_marker import PART_MARKER_HELP, part_of_item
 from grader.errors import ConfigError
 
 MANIFEST = "assignment.toml"
@@ -44,9 +47,8 @@ PartLoader = Callable[[str], ModuleType]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "points(n): how much this test weighs inside its part (part id = file name)"
-    )
+    config.addinivalue_line("markers", "points(n): how much this test weighs inside its part")
+    config.addinivalue_line("markers", PART_MARKER_HELP)
 
 
 def assignment_folder(test_file: Path) -> Path:
@@ -55,11 +57,6 @@ def assignment_folder(test_file: Path) -> Path:
         if (folder / MANIFEST).is_file():
             return folder
     return test_file.resolve().parent.parent
-
-
-def part_of(test_file: Path) -> str:
-    """The part a public test file tests: test_<part>.py."""
-    return test_file.stem.removeprefix("test_")
 
 
 def part_file(folder: Path, part_id: str) -> str:
@@ -141,8 +138,8 @@ def load_part(student_dir: Path, assignment_dir: Path, _loaded_parts: _Loaded) -
 
 @pytest.fixture
 def part(request: pytest.FixtureRequest, load_part: PartLoader) -> ModuleType:
-    """The student's module of the part this test file is named after (test_<part>.py)."""
-    return load_part(part_of(Path(str(request.path))))
+    """The student's module of the test's part."""
+    return load_part(part_of_item(request.node))
 
 
 @pytest.fixture(scope="module")
@@ -162,8 +159,8 @@ def load_fixture(assignment_dir: Path) -> Callable[[str], dict[str, Any]]:
 def expected(
     request: pytest.FixtureRequest, load_fixture: Callable[[str], dict[str, Any]]
 ) -> dict[str, Any]:
-    """The public fixture of this test file's part: public_fixtures/<part>.pt."""
-    return load_fixture(part_of(Path(str(request.path))))
+    """The public fixture of the test's part: public_fixtures/<part>.pt."""
+    return load_fixture(part_of_item(request.node))
 
 
 @pytest.fixture(

@@ -28,6 +28,7 @@ from typing import IO, Any
 import pytest
 
 from grader.course.manifest import parse_manifest
+from grader.course.part_marker import part_of_item
 from grader.errors import ConfigError
 from grader.grading.hints import Hint, error_hint
 from grader.grading.suites import display_name
@@ -62,6 +63,7 @@ class TestInfo:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--public-report", help="write one JSON line per test event to this file")
+    parser.addoption("--public-parts", help="run only these parts' tests (comma-separated ids)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -72,6 +74,19 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(report, "grader-public-report")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With --public-parts, keep only those parts' tests (a file may hold several parts')."""
+    option = config.getoption("--public-parts")
+    if option is None:
+        return
+    wanted = set(option.split(","))
+    kept = [item for item in items if part_of_item(item) in wanted]
+    deselected = [item for item in items if part_of_item(item) not in wanted]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     report = config.stash.get(REPORT_KEY, None)
     if report is not None:
@@ -79,10 +94,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def test_info(item: pytest.Item) -> TestInfo:
-    """The part (from the file name test_<part>.py), readable name and points of a test, and
+    """The part (grader/course/part_marker.py), readable name and points of a test, and
     whether it compares with the reference's stored values."""
-    path = Path(str(item.path))
-    part = path.stem.removeprefix("test_")
+    part = part_of_item(item)
     marker = item.get_closest_marker("points")
     points = float(marker.args[0]) if marker is not None and marker.args else 1.0
     return TestInfo(

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from grader.course.manifest import Assignment
+from grader.course.part_marker import part_of_file
 from grader.course.root import PACKAGE_ROOT
 from grader.errors import ConfigError
 from grader.grading.suites import TIMEOUTS_PER_PART, TIMEOUTS_PER_PART_MESSAGE
@@ -139,10 +140,17 @@ def run_public_tests(
         timeout_s = float(assignment.limits.timeout_s)
     first = [str(tests_dir)]
     if parts is not None:
-        first = [str(path) for p in parts if (path := tests_dir / f"test_{p}.py").is_file()]
+        # Each named part's own file, and the files named after no part (which declare the
+        # parts of their tests); the report plugin deselects the other parts' tests.
+        known = set(assignment.part_ids())
+        first = [
+            str(path)
+            for path in sorted(tests_dir.glob("test_*.py"))
+            if part_of_file(path) in parts or part_of_file(path) not in known
+        ]
         if not first:
             return [], ""
-    run = _run_pytest(first, student_dir, tests_dir, workdir / "run-1", timeout_s)
+    run = _run_pytest(first, student_dir, tests_dir, workdir / "run-1", timeout_s, parts)
     if run.collect_errors:
         return [], "The public tests could not be loaded:\n" + "\n".join(run.collect_errors)
     if run.collected is None:
@@ -159,7 +167,9 @@ def run_public_tests(
             progress.not_run(run)
             break
         targets = [str(tests_dir / info["nodeid"]) for info in remaining]
-        run = _run_pytest(targets, student_dir, tests_dir, workdir / f"run-{attempt}", timeout_s)
+        run = _run_pytest(
+            targets, student_dir, tests_dir, workdir / f"run-{attempt}", timeout_s, parts
+        )
     return [progress.results[t["nodeid"]] for t in progress.collected], ""
 
 
@@ -201,11 +211,14 @@ def _environment(student_dir: Path) -> dict[str, str]:
     return env
 
 
-def _pytest_command(targets: Sequence[str], tests_dir: Path, workdir: Path) -> list[str]:
+def _pytest_command(
+    targets: Sequence[str], tests_dir: Path, workdir: Path, parts: Sequence[str] | None
+) -> list[str]:
     ini = workdir / "pytest.ini"
     ini.write_text("[pytest]\n", encoding="utf-8")
+    only = ["--public-parts", ",".join(parts)] if parts is not None else []
     return [
-        sys.executable, "-m", "pytest", *targets,
+        sys.executable, "-m", "pytest", *targets, *only,
         "-c", str(ini),
         "--rootdir", str(tests_dir),
         "-p", "grader.student.report",
@@ -219,7 +232,12 @@ def _pytest_command(targets: Sequence[str], tests_dir: Path, workdir: Path) -> l
 
 
 def _run_pytest(
-    targets: Sequence[str], student_dir: Path, tests_dir: Path, workdir: Path, timeout_s: float
+    targets: Sequence[str],
+    student_dir: Path,
+    tests_dir: Path,
+    workdir: Path,
+    timeout_s: float,
+    parts: Sequence[str] | None = None,
 ) -> _Run:
     workdir.mkdir(parents=True)
     events = workdir / "events.jsonl"
@@ -228,7 +246,7 @@ def _run_pytest(
     run = _Run()
     with log_path.open("wb") as log, events.open("rb") as reader:
         process = subprocess.Popen(
-            _pytest_command(targets, tests_dir, workdir),
+            _pytest_command(targets, tests_dir, workdir, parts),
             cwd=workdir,
             env=_environment(student_dir),
             stdin=subprocess.DEVNULL,
