@@ -22,7 +22,8 @@ import nbformat
 import pytest
 import torch
 
-from grader.authoring.validate import fixture_difference, fixture_problems
+from grader.authoring.fixtures import fixture_difference
+from grader.authoring.validate import fixture_problems
 from grader.course.manifest import load_assignment
 
 COURSE_ROOT = Path(__file__).resolve().parent.parent

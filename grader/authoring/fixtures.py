@@ -12,11 +12,13 @@ Run as `python -m grader.authoring.fixtures ASSIGNMENT_DIR SOLUTIONS_DIR OUT PAR
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from grader.course.manifest import Assignment
 from grader.course.part_marker import part_of_module
@@ -25,6 +27,8 @@ from grader.errors import ConfigError
 from grader.student.fixtures import RECORDER_ATTRIBUTE, PublicFixture
 
 FIXTURES_FOLDER = "public_fixtures"
+# The per-assignment script that wrote the fixtures before `build public` did.
+FIXTURE_SCRIPT = "make_public_fixtures.py"
 # Recording runs the references on small public inputs: seconds, bounded for a broken one.
 RECORD_TIMEOUT_S = 300
 
@@ -134,3 +138,73 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))
+
+
+def compare_fixture_folders(
+    regenerated: Path, committed: Path, *, command: str = "python -m grader build public"
+) -> list[str]:
+    """One line per fixture file that is missing, extra, or differs beyond tolerance."""
+    import torch
+
+    new = {path.name for path in regenerated.glob("*.pt")}
+    old = {path.name for path in committed.glob("*.pt")} if committed.is_dir() else set()
+    problems = [
+        f"{FIXTURES_FOLDER}/{name} is not committed: run `{command}`" for name in sorted(new - old)
+    ]
+    problems += [
+        f"{FIXTURES_FOLDER}/{name} is no longer recorded: run `{command}`, which deletes it"
+        for name in sorted(old - new)
+    ]
+    for name in sorted(new & old):
+        got = torch.load(regenerated / name, weights_only=True)
+        want = torch.load(committed / name, weights_only=True)
+        difference = fixture_difference(got, want, name.removesuffix(".pt"))
+        if difference:
+            problems.append(
+                f"{FIXTURES_FOLDER}/{name} differs from the reference's: {difference}; "
+                f"run `{command}` and commit the result"
+            )
+    return problems
+
+
+def fixture_file_differs(recorded: Path, committed: Path) -> bool:
+    """Whether two fixture files differ beyond the grader's tolerances."""
+    import torch
+
+    got = torch.load(recorded, weights_only=True)
+    want = torch.load(committed, weights_only=True)
+    return bool(fixture_difference(got, want, committed.stem))
+
+
+def fixture_difference(got: Any, want: Any, where: str) -> str:
+    """Where two fixture values differ beyond the grader's tolerances, or '' if they do not."""
+    import torch
+
+    from grader.testing import TOLERANCES
+
+    if isinstance(want, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            return f"{where} is {type(got).__name__}, expected a tensor"
+        rtol, atol = TOLERANCES.get(want.dtype, (0.0, 0.0))
+        try:
+            torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True)
+        except AssertionError as error:
+            return f"{where}: {str(error).splitlines()[0]}"
+        return ""
+    if isinstance(want, dict):
+        if not isinstance(got, dict) or set(got) != set(want):
+            return f"{where} has other keys"
+        pairs = [(got[key], want[key], f"{where}[{key!r}]") for key in want]
+        return next(filter(None, (fixture_difference(*pair) for pair in pairs)), "")
+    if isinstance(want, list | tuple):
+        if not isinstance(got, list | tuple) or len(got) != len(want):
+            return f"{where} has another length"
+        pairs = [(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(got, want, strict=True))]
+        return next(filter(None, (fixture_difference(*pair) for pair in pairs)), "")
+    if isinstance(want, float) and isinstance(got, float):
+        rtol, atol = TOLERANCES[torch.float64]
+        close = math.isclose(got, want, rel_tol=rtol, abs_tol=atol)
+        if close or got == want or (math.isnan(got) and math.isnan(want)):
+            return ""
+        return f"{where}: {got} != {want}"
+    return "" if got == want else f"{where}: {got!r} != {want!r}"

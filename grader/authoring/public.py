@@ -22,7 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.authoring.fixtures import FIXTURES_FOLDER, record_in_fresh_interpreter
+from grader.authoring.fixtures import (
+    FIXTURE_SCRIPT,
+    FIXTURES_FOLDER,
+    fixture_file_differs,
+    record_in_fresh_interpreter,
+)
 from grader.authoring.stubs import course_line_length, has_markers, make_stub
 from grader.course.manifest import Assignment, load_assignment
 from grader.course.root import find_course_root
@@ -111,8 +116,6 @@ def write_stubs(assignment: Assignment) -> Changes:
 
 def write_fixtures(assignment: Assignment) -> Changes:
     """Record the public fixtures; replace the committed ones that differ beyond tolerance."""
-    from grader.authoring.validate import FIXTURE_SCRIPT, fixture_file_differs
-
     script = assignment.solutions_dir / FIXTURE_SCRIPT
     if script.is_file():
         raise ConfigError(

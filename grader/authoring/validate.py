@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import os
 import subprocess
 import sys
@@ -28,7 +27,12 @@ from typing import Any
 
 import pytest
 
-from grader.authoring.fixtures import record_in_fresh_interpreter
+from grader.authoring.fixtures import (
+    FIXTURE_SCRIPT,
+    FIXTURES_FOLDER,
+    compare_fixture_folders,
+    record_in_fresh_interpreter,
+)
 from grader.authoring.kit import KIT_REQUIREMENTS
 from grader.authoring.public import build_command, stub_problems, unmarked_references
 from grader.authoring.thresholds import VALIDATION_SEEDS, MetricFigures, threshold_check
@@ -40,9 +44,6 @@ from grader.course.part_marker import part_of_item
 from grader.errors import ConfigError
 from grader.grading.grade import modules_of
 
-FIXTURES_FOLDER = "public_fixtures"
-# What made an assignment's public fixtures before `build public` recorded them.
-FIXTURE_SCRIPT = "make_public_fixtures.py"
 # A course's own build script (run_course_script) should take seconds.
 FIXTURE_SCRIPT_TIMEOUT_S = 300
 # How often a grading check may be off full marks (rounding of part sums).
@@ -431,76 +432,6 @@ def run_course_script(script: Path, out: Path, *, timeout_s: float) -> None:
         raise ConfigError(
             f"{script.name} failed (exit code {process.returncode}): {' '.join(tail)}"
         )
-
-
-def compare_fixture_folders(
-    regenerated: Path, committed: Path, *, command: str = "python -m grader build public"
-) -> list[str]:
-    """One line per fixture file that is missing, extra, or differs beyond tolerance."""
-    import torch
-
-    new = {path.name for path in regenerated.glob("*.pt")}
-    old = {path.name for path in committed.glob("*.pt")} if committed.is_dir() else set()
-    problems = [
-        f"{FIXTURES_FOLDER}/{name} is not committed: run `{command}`" for name in sorted(new - old)
-    ]
-    problems += [
-        f"{FIXTURES_FOLDER}/{name} is no longer recorded: run `{command}`, which deletes it"
-        for name in sorted(old - new)
-    ]
-    for name in sorted(new & old):
-        got = torch.load(regenerated / name, weights_only=True)
-        want = torch.load(committed / name, weights_only=True)
-        difference = fixture_difference(got, want, name.removesuffix(".pt"))
-        if difference:
-            problems.append(
-                f"{FIXTURES_FOLDER}/{name} differs from the reference's: {difference}; "
-                f"run `{command}` and commit the result"
-            )
-    return problems
-
-
-def fixture_file_differs(recorded: Path, committed: Path) -> bool:
-    """Whether two fixture files differ beyond the grader's tolerances."""
-    import torch
-
-    got = torch.load(recorded, weights_only=True)
-    want = torch.load(committed, weights_only=True)
-    return bool(fixture_difference(got, want, committed.stem))
-
-
-def fixture_difference(got: Any, want: Any, where: str) -> str:
-    """Where two fixture values differ beyond the grader's tolerances, or '' if they do not."""
-    import torch
-
-    from grader.testing import TOLERANCES
-
-    if isinstance(want, torch.Tensor):
-        if not isinstance(got, torch.Tensor):
-            return f"{where} is {type(got).__name__}, expected a tensor"
-        rtol, atol = TOLERANCES.get(want.dtype, (0.0, 0.0))
-        try:
-            torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True)
-        except AssertionError as error:
-            return f"{where}: {str(error).splitlines()[0]}"
-        return ""
-    if isinstance(want, dict):
-        if not isinstance(got, dict) or set(got) != set(want):
-            return f"{where} has other keys"
-        pairs = [(got[key], want[key], f"{where}[{key!r}]") for key in want]
-        return next(filter(None, (fixture_difference(*pair) for pair in pairs)), "")
-    if isinstance(want, list | tuple):
-        if not isinstance(got, list | tuple) or len(got) != len(want):
-            return f"{where} has another length"
-        pairs = [(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(got, want, strict=True))]
-        return next(filter(None, (fixture_difference(*pair) for pair in pairs)), "")
-    if isinstance(want, float) and isinstance(got, float):
-        rtol, atol = TOLERANCES[torch.float64]
-        close = math.isclose(got, want, rel_tol=rtol, abs_tol=atol)
-        if close or got == want or (math.isnan(got) and math.isnan(want)):
-            return ""
-        return f"{where}: {got} != {want}"
-    return "" if got == want else f"{where}: {got!r} != {want!r}"
 
 
 def grading_problems(assignment: Assignment, grader: ValidationGrader) -> list[str]:
