@@ -122,8 +122,9 @@ def test_finetune_losses(compare, seed, device):
 
 
 # The frozen features are the checkpoint's whatever the seed, so this test cannot tell a
-# fine-tuning from a replayed answer: it counts once prepare_finetuning's seeded test passes.
-@pytest.mark.counts_after("test_prepare_finetuning")
+# fine-tuning from a replayed answer, nor from no fine-tuning at all (a finetune that never
+# steps leaves every weight as loaded): it counts once finetune's seeded test passes.
+@pytest.mark.counts_after("test_finetune_losses")
 @pytest.mark.points(4)
 def test_features_stay_frozen(student, seed, device):
     """prepare_finetuning and finetune: the pretrained features come out unchanged"""
