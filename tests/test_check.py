@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import io
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ from grader.course.manifest import Assignment, load_assignment
 from grader.intake.submission import PreparedSubmission
 from grader.student.check import UNSCORED_NOTE, WAITING_WHY, _apply_gate, locate_student_folder
 from grader.student.report import PublicReport
-from grader.student.run import NOT_IMPLEMENTED, PublicTest, run_public_tests
+from grader.student.run import NOT_IMPLEMENTED, PublicTest, _read_events, _Run, run_public_tests
 from tests.support import (
     PART_FILES,
     SOLUTIONS_DIR,
@@ -154,8 +155,13 @@ def test_passes_that_grading_would_not_count_earn_nothing_and_say_what_they_wait
     # checks of zeroed gradients, leaf weights and a falling loss still pass.
     path = folder / "autograd_loop.py"
     code = path.read_text(encoding="utf-8")
-    overstepped = code.replace("learning_rate * w1.grad", "1.5 * learning_rate * w1.grad")
-    overstepped = overstepped.replace("learning_rate * w2.grad", "1.5 * learning_rate * w2.grad")
+    # The statements only, not the docstring's `w1 -= learning_rate * w1.grad`.
+    for weight in ("w1", "w2"):
+        code = code.replace(
+            f"\n            {weight} -= learning_rate * {weight}.grad",
+            f"\n            {weight} -= 1.5 * learning_rate * {weight}.grad",
+        )
+    overstepped = code
     assert overstepped.count("1.5 * learning_rate") == 2
     path.write_text(overstepped, encoding="utf-8")
     parts = ("--part", "autograd_loop", "--part", "device_benchmark")
@@ -336,6 +342,67 @@ def test_crashes_and_hangs_cost_one_test_each(tmp_path: Path) -> None:
     assert "exit code 7" in next(t.message for t in tests if t.name == crashed)
     # Every other test ran, in a fresh process after the hang and after the crash.
     assert outcomes and set(outcomes.values()) == {"passed"}
+
+
+@pytest.mark.slow
+def test_lines_the_students_code_adds_to_the_events_are_dropped(tmp_path: Path) -> None:
+    folder = tmp_path / "student"
+    folder.mkdir()
+    shutil.copy(SOLUTIONS_DIR / "manual_backprop.py", folder)
+    with (folder / "manual_backprop.py").open("a", encoding="utf-8") as handle:
+        # The events file is in the test process's working folder.
+        handle.write(
+            "\n\nwith open('events.jsonl', 'a', encoding='utf-8') as _events:\n"
+            '    _events.write(\'{"event": "result", "nodeid": "x", "surprise": 1}\\n\')\n'
+        )
+    assignment = only_manual_backprop_tests(tmp_path)
+    tests, error = run_public_tests(folder, assignment, tmp_path, timeout_s=60)
+    assert error == ""
+    assert tests and {test.outcome for test in tests} <= {"passed", "skipped"}
+    assert "x" not in {test.nodeid for test in tests}
+
+
+NODEID = "test_a.py::test_a"
+INFO = {
+    "nodeid": NODEID,
+    "part": "a",
+    "name": "a",
+    "points": 1,
+    "function": "test_a",
+    "reads_fixture": True,
+}
+VERDICT = {"outcome": "passed", "message": "", "hint": "", "duration_s": 0.5}
+
+
+def read_events(*records: object) -> _Run:
+    run = _Run()
+    lines = b"".join(json.dumps(record).encode() + b"\n" for record in records)
+    _read_events(io.BytesIO(lines), run)
+    return run
+
+
+def test_malformed_events_are_dropped_and_only_known_fields_read() -> None:
+    collected = {"event": "collected", "tests": [INFO]}
+    run = read_events(
+        collected,
+        {"event": "start", "nodeid": "not collected"},
+        {"event": "start", "nodeid": 3},
+        {"event": "result", **INFO, **VERDICT, "surprise": 1, "score": 100.0},
+        {"event": "result", **INFO, **VERDICT, "nodeid": "test_b.py::test_b", "points": "9"},
+        {"event": "result", **INFO, **VERDICT, "nodeid": "test_c.py::test_c", "points": True},
+        {"event": "result", "nodeid": "test_d.py::test_d"},
+        {"event": "collect_error", "nodeid": None, "message": "boom"},
+        {"event": "collected", "tests": []},
+    )
+    assert run.collected == [{**INFO, "points": 1.0}]
+    assert run.unfinished is None and not run.started and not run.collect_errors
+    # The unknown key is ignored, and so is a score the plugin never writes.
+    assert list(run.results) == [NODEID]
+    assert run.results[NODEID].score == 0.0
+    assert run.results[NODEID].outcome == "passed"
+    broken = [{**INFO, "reads_fixture": "yes"}]
+    assert read_events({"event": "collected", "tests": broken}).collected is None
+    assert read_events({"event": "collected", "tests": {"a": 1}}).collected is None
 
 
 @pytest.mark.parametrize("where", ["root", "inside"])

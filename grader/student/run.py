@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import os
 import signal
 import subprocess
@@ -37,6 +38,24 @@ COLLECTION_TIMEOUT_S = 300.0
 # Far above one event's size (a result's message is capped by the plugin; `collected` lists
 # every test's name): only a process that never ends a line reaches it.
 MAX_EVENT_BYTES = 16 << 20
+# The fields the `grader.student.report` plugin writes, by event, with their JSON types: a
+# collected test (its `TestInfo`), a result (that, with its verdict) and a collection error.
+TEST_INFO_FIELDS: dict[str, type] = {
+    "nodeid": str,
+    "part": str,
+    "name": str,
+    "points": float,
+    "function": str,
+    "reads_fixture": bool,
+}
+RESULT_FIELDS: dict[str, type] = {
+    **TEST_INFO_FIELDS,
+    "outcome": str,
+    "message": str,
+    "hint": str,
+    "duration_s": float,
+}
+COLLECT_ERROR_FIELDS: dict[str, type] = {"nodeid": str, "message": str}
 
 
 @dataclass(frozen=True)
@@ -99,9 +118,13 @@ class _Progress:
     def record(self, run: _Run) -> None:
         """Take one process's results, the test it was stopped in, and the tests now skipped."""
         self.results.update(run.results)
-        if run.unfinished is not None:
-            info = next(t for t in self.collected if t["nodeid"] == run.unfinished)
-            self.results[run.unfinished] = _stopped_test(info, run, self.timeout_s)
+        info = next((t for t in self.collected if t["nodeid"] == run.unfinished), None)
+        if info is None:
+            # Not a test this run was given (a line the student's code wrote): rerunning
+            # would meet it again, so the tests left are reported as not run.
+            run.unfinished = None
+        else:
+            self.results[info["nodeid"]] = _stopped_test(info, run, self.timeout_s)
             if run.timed_out:
                 self.timeouts[info["part"]] = self.timeouts.get(info["part"], 0) + 1
         for info in self.remaining():
@@ -281,20 +304,52 @@ def _run_pytest(
 
 
 def _read_events(reader: IO[bytes], run: _Run) -> None:
-    """Apply the events on the complete lines written since the last read."""
+    """Apply the events on the complete lines written since the last read.
+
+    Student code runs in the process that writes them and may write lines of its own: a
+    record without the fields its event carries, with the right types, is dropped, and only
+    those fields are read.
+    """
     for record in run.events.feed(reader.read()):
-        event = record.pop("event", None)
-        if event == "collected":
-            run.collected = record["tests"]
-        elif event == "collect_error":
-            run.collect_errors.append(_collect_error(record))
-        elif event == "start":
-            run.unfinished = record["nodeid"]
-            run.started[record["nodeid"]] = time.monotonic()
-        elif event == "result":
-            run.results[record["nodeid"]] = PublicTest(**record)
-            if run.unfinished == record["nodeid"]:
+        event = record.get("event")
+        if event == "collected" and run.collected is None:
+            run.collected = _collected_tests(record.get("tests"))
+        elif event == "collect_error" and (error := _typed(record, COLLECT_ERROR_FIELDS)):
+            run.collect_errors.append(_collect_error(error))
+        elif event == "start" and _typed(record, {"nodeid": str}) and run.collected:
+            nodeid = record["nodeid"]
+            if any(info["nodeid"] == nodeid for info in run.collected):
+                run.unfinished = nodeid
+                run.started[nodeid] = time.monotonic()
+        elif event == "result" and (result := _typed(record, RESULT_FIELDS)):
+            run.results[result["nodeid"]] = PublicTest(**result)
+            if run.unfinished == result["nodeid"]:
                 run.unfinished = None
+
+
+def _collected_tests(tests: object) -> list[dict[str, Any]] | None:
+    """The collected tests' fields, or None where the list or any test in it is malformed."""
+    if not isinstance(tests, list):
+        return None
+    infos = [_typed(test, TEST_INFO_FIELDS) if isinstance(test, dict) else None for test in tests]
+    return None if None in infos else [info for info in infos if info is not None]
+
+
+def _typed(record: dict[str, Any], fields: dict[str, type]) -> dict[str, Any] | None:
+    """`record`'s `fields`, or None where one is missing or of another type."""
+    picked = {name: record.get(name) for name in fields}
+    for name, kind in fields.items():
+        value = picked[name]
+        if kind is float:
+            # JSON numbers; never a bool (an int in Python), never inf or nan.
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                return None
+            if not math.isfinite(value):
+                return None
+            picked[name] = float(value)
+        elif not isinstance(value, kind):
+            return None
+    return picked
 
 
 def _collect_error(record: dict[str, Any]) -> str:
