@@ -435,6 +435,25 @@ def crash():
 
 def leave():
     raise SystemExit(0)
+
+
+class NamelessSyntaxError(SyntaxError):
+    def __init__(self):
+        super().__init__("odd")
+        self.filename = 12345
+
+
+def odd_syntax_error():
+    raise NamelessSyntaxError()
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no words")
+
+
+def unprintable():
+    raise Unprintable()
 """
 
 
@@ -504,6 +523,41 @@ def test_student_messages(describe: Callable[[str], dict[str, str]]) -> None:
     assert unpacked["message"].startswith("TypeError: cannot unpack non-iterable NoneType")
     assert "while the test ran `_loss, _grad = result`" in unpacked["message"]
     assert "docstring" in unpacked["hint"]
+    assert describe("odd_syntax_error")["message"] == (
+        "12345 has a syntax error on line None: odd."
+    )
+    assert describe("unprintable") == {
+        "outcome": "error",
+        "message": "Your code raised an exception whose details cannot be read.",
+        "hint": "Raise Python's own exceptions (ValueError, TypeError, ...) with a message.",
+    }
+
+
+@pytest.mark.slow
+def test_an_exception_that_cannot_be_described_costs_only_its_test(tmp_path: Path) -> None:
+    folder = tmp_path / "student"
+    folder.mkdir()
+    shutil.copy(SOLUTIONS_DIR / "manual_backprop.py", folder)
+    with (folder / "manual_backprop.py").open("a", encoding="utf-8") as handle:
+        handle.write(
+            "\n\nclass _Unprintable(Exception):\n"
+            "    def __str__(self):\n"
+            "        raise RuntimeError('no words')\n\n"
+            "_reference = forward_backward\n\n"
+            "def forward_backward(x, y, w1, w2):\n"
+            "    if x.shape[0] == 64:\n"
+            "        raise _Unprintable()\n"
+            "    return _reference(x, y, w1, w2)\n"
+        )
+    assignment = only_manual_backprop_tests(tmp_path)
+    tests, error = run_public_tests(folder, assignment, tmp_path, timeout_s=60)
+    assert error == ""
+    outcomes = {test.name: test for test in tests if test.outcome != "skipped"}
+    raised = "train_manual reduces the loss on the lecture's running example (64, 1000, 100, 10)"
+    assert outcomes.pop(raised).message == (
+        "Your code raised an exception whose details cannot be read."
+    )
+    assert outcomes and {test.outcome for test in outcomes.values()} == {"passed"}
 
 
 @pytest.mark.slow

@@ -170,6 +170,21 @@ class PublicReport:
 
     def describe(self, excinfo: pytest.ExceptionInfo[BaseException], when: str) -> dict[str, str]:
         """Outcome, message and hint of a failure, in words for a student."""
+        try:
+            return self.describe_exception(excinfo, when)
+        except Exception:
+            # The exception can be the student's own object, whose str() or attributes may
+            # raise or hold anything: this test gets a plain verdict, the others still run.
+            return _verdict(
+                "error",
+                "Your code raised an exception whose details cannot be read.",
+                "Raise Python's own exceptions (ValueError, TypeError, ...) with a message.",
+            )
+
+    def describe_exception(
+        self, excinfo: pytest.ExceptionInfo[BaseException], when: str
+    ) -> dict[str, str]:
+        """Describe a failure; an exception of the student's making may make this raise."""
         error = excinfo.value
         not_implemented = _find_in_chain(error, NotImplementedError)
         where = self.student_location(excinfo)
@@ -179,7 +194,7 @@ class PublicReport:
         if isinstance(error, pytest.fail.Exception):
             return _verdict("failed" if when == "call" else "error", error.msg or "", "")
         if isinstance(error, SyntaxError):
-            file = Path(error.filename or "your file").name
+            file = Path(str(error.filename or "your file")).name
             return _verdict(
                 "error",
                 f"{file} has a syntax error on line {error.lineno}: {error.msg}.",
