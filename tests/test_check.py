@@ -20,6 +20,8 @@ import pytest
 from grader.authoring.build import build_starter
 from grader.course.manifest import Assignment, load_assignment
 from grader.intake.submission import PreparedSubmission
+from grader.sandbox.numerics import GRADING_THREADS
+from grader.sandbox.settings import CUBLAS_WORKSPACE
 from grader.student.check import UNSCORED_NOTE, WAITING_WHY, _apply_gate, locate_student_folder
 from grader.student.report import PublicReport
 from grader.student.run import NOT_IMPLEMENTED, PublicTest, _read_events, _Run, run_public_tests
@@ -403,6 +405,38 @@ def test_malformed_events_are_dropped_and_only_known_fields_read() -> None:
     broken = [{**INFO, "reads_fixture": "yes"}]
     assert read_events({"event": "collected", "tests": broken}).collected is None
     assert read_events({"event": "collected", "tests": {"a": 1}}).collected is None
+
+
+NUMERICS_TEST = """
+
+def test_numerics_as_graded():
+    import os
+
+    import torch
+
+    assert torch.are_deterministic_algorithms_enabled(), "deterministic algorithms off"
+    assert torch.is_deterministic_algorithms_warn_only_enabled(), "not warn_only"
+    assert torch.get_num_threads() == {threads}, f"{{torch.get_num_threads()}} threads"
+    assert not torch.backends.cuda.matmul.allow_tf32, "TF32 matmuls on"
+    assert not torch.backends.cudnn.allow_tf32, "TF32 cuDNN on"
+    assert torch.empty(8).isnan().all(), "torch.empty memory not filled with NaN"
+    assert os.environ.get("CUBLAS_WORKSPACE_CONFIG") == "{workspace}", "cuBLAS workspace"
+"""
+
+
+@pytest.mark.slow
+def test_public_tests_run_with_the_numerics_grading_uses(tmp_path: Path) -> None:
+    folder = tmp_path / "student"
+    folder.mkdir()
+    shutil.copy(SOLUTIONS_DIR / "manual_backprop.py", folder)
+    assignment = only_manual_backprop_tests(tmp_path)
+    tests_file = assignment.public_tests_dir / "test_manual_backprop.py"
+    numerics = NUMERICS_TEST.format(threads=GRADING_THREADS, workspace=CUBLAS_WORKSPACE[1])
+    tests_file.write_text(tests_file.read_text(encoding="utf-8") + numerics, encoding="utf-8")
+    tests, error = run_public_tests(folder, assignment, tmp_path, timeout_s=60)
+    assert error == ""
+    result = next(test for test in tests if test.function == "test_numerics_as_graded")
+    assert result.outcome == "passed", result.message
 
 
 @pytest.mark.parametrize("where", ["root", "inside"])
