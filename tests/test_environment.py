@@ -16,6 +16,7 @@ from grader.authoring.validate import environment_problems, validate_assignment
 from grader.course.environment import Environment, parse_environment
 from grader.course.lock import kept_entries, lock_problem, parse_entries, read_lock
 from grader.course.manifest import load_assignment
+from grader.course.root import PACKAGE_ROOT
 from grader.errors import ConfigError
 from grader.grading.grade import GradeSettings, grade_submission
 from tests.support import COURSE_ROOT
@@ -248,6 +249,9 @@ def test_declared_package_is_locked_built_and_graded(tensorboard_course: Path) -
     assert {"tensorboard", "grpcio", "protobuf"} <= locked
     assert not locked & {"torch", "numpy", "packaging"}  # the grader installs those
     assert all("--hash=sha256:" in package.text for package in lock.packages)
+    # The lock ships in every kit: it names no folder of the machine that made it.
+    lock_text = (course / "assignments/tb_logging/environment.lock").read_text()
+    assert "-c constraints.txt" in lock_text and str(PACKAGE_ROOT) not in lock_text
     with zipfile.ZipFile(course / "autograder.zip") as archive:
         assert "assignments/tb_logging/environment.lock" in archive.namelist()
 

@@ -198,12 +198,15 @@ def resolve(assignment: Assignment, course_root: Path) -> str:
         folder = Path(scratch)
         (folder / INPUT_NAME).write_text("\n".join(packages) + "\n", encoding="utf-8")
         output = folder / "resolved.txt"
+        # Passed by a relative name: uv writes it into the lock's `# via -c ...` notes, and a
+        # committed lock that ships in every kit must not name a folder of the author's machine.
+        shutil.copyfile(constraints, folder / "constraints.txt")
         old = lock_path(assignment)
         if old.is_file():
             # uv keeps the versions of an existing output file where they still fit.
             shutil.copyfile(old, output)
         command = [
-            _uv(), "pip", "compile", INPUT_NAME, "--constraint", str(constraints),
+            _uv(), "pip", "compile", INPUT_NAME, "--constraint", "constraints.txt",
             "--universal", "--python-version", OLDEST_PYTHON, "--generate-hashes",
             "--no-header", "--quiet", "--output-file", str(output),
         ]  # fmt: skip
