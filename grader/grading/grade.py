@@ -34,6 +34,7 @@ from grader.notebook import (
 )
 from grader.results.model import GradingResult, PartResult, SubmissionInfo, TestResult
 from grader.sandbox.client import Sandbox
+from grader.sandbox.numerics import GRADING_THREADS, use_grading_numerics
 from grader.sandbox.scratch import scratch_folder
 from grader.sandbox.settings import CUBLAS_WORKSPACE, SandboxSettings, limits_from_environment
 
@@ -49,8 +50,8 @@ PROVISIONAL_MESSAGE = "Grading did not finish (the grader was stopped or ran out
 class GradeSettings:
     device: str = "auto"
     seed: int | None = None
-    # Intra-op threads for both sides; 1 keeps parallel graders from thrashing the cores.
-    threads: int = 1
+    # Intra-op threads for both sides.
+    threads: int = GRADING_THREADS
     # Extra paths student code must not see (results folders, Gradescope metadata).
     hide: tuple[Path, ...] = ()
     keep_jobs: bool = False
@@ -88,13 +89,10 @@ def configure_trusted_process(threads: int) -> None:
     """
     import torch
 
-    torch.set_num_threads(threads)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
     # Deterministic kernels where torch has them, so a seed gives the same training run after
     # run (validate's metric figures, a regrade with --seed); an op without one only warns.
     os.environ.setdefault(*CUBLAS_WORKSPACE)
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    use_grading_numerics(torch, threads)
     weight = torch.nn.Parameter(torch.ones(1))
     # A gradient set by hand, not by a backward pass: where torch sees a GPU, the first
     # backward starts autograd's device threads, and no process forked after that (the

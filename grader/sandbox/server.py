@@ -94,11 +94,12 @@ def _sibling(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from grader.sandbox import heap, protocol
+    from grader.sandbox import heap, numerics, protocol
     from grader.sandbox.protocol import Config, Job, LimitsConfig
 else:
     protocol = _sibling("protocol")
     heap = _sibling("heap")
+    numerics = _sibling("numerics")
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -1365,14 +1366,8 @@ def main() -> int:
     started = time.perf_counter()
     import torch
 
-    torch.set_num_threads(int(config["threads"]))
-    # TF32 would make float32 matmuls differ from the reference by ~1e-3 on Ampere+ GPUs.
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    # As the trusted side does: a training repeats exactly on a seed wherever torch can make it
-    # (on CUDA, atomics-based kernels otherwise vary run to run); an op with no deterministic
-    # kernel warns rather than fails.
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    # As the trusted side and `check` set them.
+    numerics.use_grading_numerics(torch, int(config["threads"]))
     _warm_up(torch)
     _freeze_heap()
     # What the covers must leave visible: the interpreter and its libraries, wherever they are.

@@ -39,6 +39,8 @@ import torch
 from grader.course.manifest import parse_manifest
 from grader.course.part_marker import PART_MARKER_HELP, part_of_item
 from grader.errors import ConfigError
+from grader.sandbox.numerics import GRADING_THREADS, use_grading_numerics
+from grader.sandbox.settings import CUBLAS_WORKSPACE
 
 MANIFEST = "assignment.toml"
 FIXTURES_FOLDER = "public_fixtures"
@@ -49,6 +51,11 @@ PartLoader = Callable[[str], ModuleType]
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "points(n): how much this test weighs inside its part")
     config.addinivalue_line("markers", PART_MARKER_HELP)
+    # Grading's numerics, so that code passing here computes what it computes when graded
+    # (deterministic algorithms, for one, fill memory from torch.empty with NaN). cuBLAS
+    # reads its workspace setting when CUDA starts, after this.
+    os.environ.setdefault(*CUBLAS_WORKSPACE)
+    use_grading_numerics(torch, GRADING_THREADS)
 
 
 def assignment_folder(test_file: Path) -> Path:
