@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from grader.results.model import GradingResult, PartResult, SubmissionInfo, TestResult
-from grader.results.table import print_result
+from grader.results.table import points, print_result
 
 
 def test_a_pass_that_waits_for_its_gate_is_counted_apart_and_shown() -> None:
@@ -51,3 +51,9 @@ def test_a_pass_that_waits_for_its_gate_is_counted_apart_and_shown() -> None:
         "PASSED   manual_backprop · no autograd  (0/5)",
     ]
     assert "passed, not counted yet (waits for 'gradients')" in lines
+
+
+def test_points_read_with_two_decimals_at_most() -> None:
+    # A part of 30 points over 7 tests weighs 4.285714... a test; people read 4.29.
+    values = (30 / 7, 1.5, 10.0, 0.0, 2 / 3)
+    assert [points(v) for v in values] == ["4.29", "1.5", "10", "0", "0.67"]

@@ -28,6 +28,13 @@ MAX_MESSAGE_LINES = 8
 MAX_LINE_CHARS = 400
 
 
+def points(value: float) -> str:
+    """Points as people read them: at most two decimals, no trailing zeros (4.29, 1.5, 10).
+    A test's weight is often a fraction of its part (30 points over 7 tests); the exact value
+    stays in report.json and results.json."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
 def outcome_label(outcome: str) -> Text:
     """The outcome in capitals, padded to one column width, in its colour."""
     return Text(f"{outcome.upper():8}", style=OUTCOME_STYLE.get(outcome, "red"))
@@ -50,7 +57,7 @@ def message_lines(message: str, *, rest: str) -> list[Text]:
 
 
 def print_result(result: GradingResult, console: Console, *, show_passed: bool = False) -> None:
-    table = Table(title=f"{result.assignment}: {result.score:g} / {result.max_score:g}")
+    table = Table(title=f"{result.assignment}: {points(result.score)} / {points(result.max_score)}")
     table.add_column("part")
     table.add_column("tests passed", justify="right")
     table.add_column("score", justify="right")
@@ -66,7 +73,7 @@ def print_result(result: GradingResult, console: Console, *, show_passed: bool =
         table.add_row(
             part.id,
             f"{passed}/{len(tests)}" + (f" (+{waiting} not counted yet)" if waiting else ""),
-            Text(f"{part.score:g} / {part.max_score:g}", style=style),
+            Text(f"{points(part.score)} / {points(part.max_score)}", style=style),
             part.source,
         )
     console.print(table)
@@ -82,7 +89,7 @@ def print_result(result: GradingResult, console: Console, *, show_passed: bool =
         console.print(
             Text.assemble(
                 label,
-                f" {test.part} · {test.name}  ({test.score:g}/{test.max_score:g})",
+                f" {test.part} · {test.name}  ({points(test.score)}/{points(test.max_score)})",
             )
         )
         if test.waiting:

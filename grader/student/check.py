@@ -29,7 +29,7 @@ from grader.errors import ConfigError, SubmissionError, UsageError
 from grader.grading.scoring import score_tests
 from grader.intake.submission import PreparedSubmission, prepare_submission
 from grader.results.model import Outcome, TestResult, waiting_text
-from grader.results.table import OUTCOME_STYLE, message_lines, outcome_label
+from grader.results.table import OUTCOME_STYLE, message_lines, outcome_label, points
 from grader.student.run import NOT_IMPLEMENTED, PASSED, SKIPPED, PublicTest, run_public_tests
 
 BEYOND_PUBLIC_TESTS = (
@@ -419,7 +419,7 @@ def _part_table(result: CheckResult) -> Table:
             part.id,
             f"{counting}/{part.total}"
             + (f" (+{part.waiting} not counted yet)" if part.waiting else ""),
-            f"{part.score:g}/{part.max_score:g}" if part.scored else "-",
+            f"{points(part.score)}/{points(part.max_score)}" if part.scored else "-",
             part.source,
             status,
         )
@@ -441,7 +441,7 @@ def _all_not_implemented(result: CheckResult, part_id: str) -> bool:
 
 
 def _points_label(test: PublicTest, part: PartCheck) -> str:
-    return f"  ({test.score:g}/{test.max_score:g} pts)" if part.scored else ""
+    return f"  ({points(test.score)}/{points(test.max_score)} pts)" if part.scored else ""
 
 
 def _print_part_failures(result: CheckResult, part: PartCheck, console: Console) -> None:
@@ -463,8 +463,8 @@ def _print_part_failures(result: CheckResult, part: PartCheck, console: Console)
         console.print(
             Text.assemble(
                 (f"{NOT_IMPLEMENTED.upper()}  ", "yellow"),
-                f"{len(stubs)} test{'s' if len(stubs) > 1 else ''} call code that still raises "
-                "NotImplementedError:",
+                f"{len(stubs)} {'tests call' if len(stubs) > 1 else 'test calls'} code that "
+                "still raises NotImplementedError:",
             )
         )
         for message in messages:
