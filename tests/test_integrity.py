@@ -126,6 +126,20 @@ LOOKUPS = {
     "eval": ("eval('nn.ReLU')\n", "eval()"),
     "globals": ("globals()['Net']\n", "globals()"),
     "importlib": ("import importlib\n", "import of importlib"),
+    # What a probe's in-process check calls, replaced from the student's file.
+    "a torch function replaced": (
+        "import torch\ntorch.allclose = lambda *a, **k: True\n",
+        "torch.allclose replaced",
+    ),
+    "a tensor method replaced": (
+        "from torch import Tensor\nTensor.__eq__ = lambda a, b: True\n",
+        "Tensor.__eq__ replaced",
+    ),
+    "a test module's assertion replaced": (
+        "import test_finetuning\ntest_finetuning.assert_losses_close = print\n",
+        "test_finetuning.assert_losses_close replaced",
+    ),
+    "setattr on torch": ("import torch\nsetattr(torch, 'isclose', max)\n", "setattr on torch"),
 }
 
 

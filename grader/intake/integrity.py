@@ -325,6 +325,8 @@ class _Reader:
     def _attribute_use(self, node: ast.Attribute) -> tuple[str, str]:
         if isinstance(node.ctx, ast.Store | ast.Del) and self._is_stdlib_module(node.value):
             return REFUSED, f"{ast.unparse(node)} replaced (the standard library patched)"
+        if isinstance(node.ctx, ast.Store | ast.Del) and self._is_library(node.value):
+            return LOOKUP, f"{ast.unparse(node)} replaced (a library the probe also uses)"
         if node.attr == "__dict__" and id(node.value) in self.own:
             return _NONE
         if node.attr in SYS_ATTRIBUTES:
@@ -355,6 +357,8 @@ class _Reader:
             return _NONE
         if function in ("setattr", "delattr") and args and self._is_stdlib_module(args[0]):
             return REFUSED, f"{function} on {ast.unparse(args[0])} (the standard library patched)"
+        if function in ("setattr", "delattr") and args and self._is_library(args[0]):
+            return LOOKUP, f"{function} on {ast.unparse(args[0])} (a library the probe also uses)"
         if function in WRITING_BUILTINS:
             return _NONE
         if len(args) >= 2:
@@ -378,6 +382,20 @@ class _Reader:
         while isinstance(node, ast.Attribute):
             node = node.value
         return isinstance(node, ast.Name) and node.id in self.torch_names
+
+    def _is_library(self, node: ast.expr) -> bool:
+        """An imported module or something taken from one (`torch`, `torch.Tensor`, `np`, a
+        test or probe module), but not torch's settings (`torch.backends.cudnn.benchmark`).
+        Replacing its functions changes what the probe's own checks compute in this process
+        (`torch.allclose = ...`), as patching the standard library would; seeded comparisons
+        are made on the trusted side and stay unaffected."""
+        while isinstance(node, ast.Attribute):
+            if node.attr == "backends":
+                return False
+            node = node.value
+        return isinstance(node, ast.Name) and (
+            node.id in self.module_names or node.id in self.torch_names
+        )
 
     def _is_module(self, node: ast.expr) -> bool:
         return isinstance(node, ast.Name) and node.id in self.module_names
