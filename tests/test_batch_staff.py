@@ -315,11 +315,28 @@ def test_missing_ray_is_reported_before_anything_starts(
 # -- a small class, end to end ---------------------------------------------------------------
 
 # The reference custom_sigmoid.py rewritten by a student who copied it: local names changed
-# (the contract fixes the public ones), functions in another order, comments dropped.
+# (the contract fixes the public ones), the training loop moved above `sigmoid`, comments
+# and docstrings dropped.
 COPIED_SIGMOID = """\
 from __future__ import annotations
 
 import torch
+
+
+class Sigmoid(torch.autograd.Function):
+    @staticmethod
+    def forward(context: torch.autograd.function.FunctionCtx, t: torch.Tensor) -> torch.Tensor:
+        ex = torch.exp(-t.abs())
+        saved = torch.where(t >= 0, 1.0 / (1.0 + ex), ex / (1.0 + ex))
+        context.save_for_backward(saved)
+        return saved
+
+    @staticmethod
+    def backward(
+        context: torch.autograd.function.FunctionCtx, upstream: torch.Tensor
+    ) -> torch.Tensor:
+        (saved,) = context.saved_tensors
+        return upstream * saved * (1.0 - saved)
 
 
 def train_sigmoid_net(
@@ -347,22 +364,6 @@ def train_sigmoid_net(
 def sigmoid(t: torch.Tensor) -> torch.Tensor:
     out: torch.Tensor = Sigmoid.apply(t)
     return out
-
-
-class Sigmoid(torch.autograd.Function):
-    @staticmethod
-    def backward(
-        context: torch.autograd.function.FunctionCtx, upstream: torch.Tensor
-    ) -> torch.Tensor:
-        (saved,) = context.saved_tensors
-        return upstream * saved * (1.0 - saved)
-
-    @staticmethod
-    def forward(context: torch.autograd.function.FunctionCtx, t: torch.Tensor) -> torch.Tensor:
-        ex = torch.exp(-t.abs())
-        saved = torch.where(t >= 0, 1.0 / (1.0 + ex), ex / (1.0 + ex))
-        context.save_for_backward(saved)
-        return saved
 """
 
 
@@ -527,9 +528,7 @@ def test_the_copied_pair_ranks_first_in_its_part(small_class: SmallClass) -> Non
     sigmoid = [p for p in data["pairs"] if p["part"] == "custom_sigmoid"]
     # The others hand in the starter file there: all boilerplate, never similar.
     assert [(p["first"], p["second"]) for p in sigmoid] == [("copy_a", "copy_b")]
-    # copy_a keeps the starter's docstrings, which are boilerplate and never match: its share
-    # is of a longer file than copy_b's.
-    assert min(sigmoid[0]["first_share"], sigmoid[0]["second_share"]) > 0.45
+    assert min(sigmoid[0]["first_share"], sigmoid[0]["second_share"]) > 0.5
     # Identical files rank at the top; every listed pair has its side-by-side page.
     scores = [max(p["first_share"], p["second_share"]) for p in data["pairs"]]
     assert scores == sorted(scores, reverse=True)

@@ -229,3 +229,33 @@ def test_the_kept_tokens_are_read_as_data(tmp_path: Path) -> None:
         data["sources"][digest] = damaged
         cache_file.write_text(json.dumps(data))
         assert fingerprints.TokenCache(cache_file).get(digest) is None
+
+
+FINGERPRINT_IN_A_FRESH_PROCESS = """
+import sys
+from grader.batch import fingerprints
+text = open(sys.argv[1], encoding="utf-8").read()
+print(sorted(int(h) for h in fingerprints._fingerprint(text, "part.py", []).hashes))
+"""
+
+
+def test_fingerprints_are_the_same_in_every_process(tmp_path: Path) -> None:
+    """copydetect's own k-gram hash is Python's hash(), salted per process: the fingerprints
+    winnowing keeps, and so the shares and which pairs are listed, changed between runs."""
+    import os
+    import subprocess
+    import sys
+
+    source = tmp_path / "source.py"
+    source.write_text(reference("custom_sigmoid.py"), encoding="utf-8")
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", FINGERPRINT_IN_A_FRESH_PROCESS, str(source)],
+            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(COURSE_ROOT)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    ]
+    assert runs[0] == runs[1] and len(json.loads(runs[0])) > 10

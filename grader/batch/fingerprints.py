@@ -50,9 +50,44 @@ MIN_COMMON_SUBMISSIONS = 20
 TOKENS_CACHE = ".cache/similarity-tokens.json"
 
 
+# The base of the k-gram hash below: a large odd constant (the 64-bit FNV prime).
+KGRAM_HASH_BASE = 0x100000001B3
+
+
+def _stable_kgram_hashes(string: str, k: int) -> Any:
+    """copydetect's `hashed_kgrams` (the hash of every k characters of a tokenised source),
+    with a polynomial hash over the characters' code points, modulo 2**64.
+
+    copydetect hashes each k-gram with Python's `hash()`, which is salted per process: the
+    fingerprints winnowing keeps (the smallest hash in each window) then differ from run to
+    run, and so do the shares; a pair near the listing bound came and went between two runs
+    of the same batch. This hash is the same in every process, and computed in k vector
+    operations instead of a Python call per k-gram.
+    """
+    import numpy as np
+
+    codes = np.frombuffer(string.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    count = len(codes) - k + 1
+    if count <= 0:
+        return np.array([], dtype=np.int64)
+    hashes = np.zeros(count, dtype=np.uint64)
+    base = np.uint64(KGRAM_HASH_BASE)
+    for offset in range(k):
+        hashes = hashes * base + codes[offset : offset + count]
+    return hashes.view(np.int64)
+
+
+def _use_stable_hashes() -> None:
+    """Make copydetect's fingerprints the same in every process (`_stable_kgram_hashes`)."""
+    import copydetect.utils
+
+    copydetect.utils.hashed_kgrams = _stable_kgram_hashes
+
+
 def _fingerprint(text: str, name: str, boilerplate: Any) -> Any:
     from copydetect import CodeFingerprint
 
+    _use_stable_hashes()
     return CodeFingerprint(
         name,
         NOISE_TOKENS,
@@ -113,8 +148,8 @@ class TokenCache:
     """Tokens by the digest of their source, kept in a file between runs of one batch.
 
     Tokenising is nearly all of fingerprinting's cost; the fingerprints themselves are
-    copydetect's hashes of Python strings, salted per process, so they are computed anew (in
-    a fraction of a millisecond per source). Only the sources of the latest run are saved.
+    computed anew from the tokens (in a fraction of a millisecond per source). Only the
+    sources of the latest run are saved.
     """
 
     def __init__(self, path: Path | None = None) -> None:
@@ -223,6 +258,7 @@ def _fingerprint_of(text: str, tokens: Tokens, name: str, boilerplate: Any) -> A
     """`_fingerprint(text, name, boilerplate)`, from tokens made beforehand."""
     from copydetect import CodeFingerprint
 
+    _use_stable_hashes()
     fingerprint = CodeFingerprint(
         name,
         NOISE_TOKENS,
