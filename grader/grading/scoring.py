@@ -17,7 +17,10 @@ GATED_ALL_NOTE = (
     "reference's on hidden inputs passes at least once; still to pass: {tests}.)"
 )
 # What a gated pass of a part whose code looks names up at run time waits for.
-NEVER_WHILE_LOOKING_UP = "the part's code to write out the names it now builds at run time"
+NEVER_WHILE_LOOKING_UP = (
+    "the part's code to write out the names it builds at run time and leave libraries' "
+    "functions unreplaced"
+)
 # What a gated pass waits for when no test of its part can open its gate on this grade.
 WAITS_FOR_ANY_OPENER = "a test of this part that compares with the reference on hidden inputs"
 GATED_AFTER_NOTE = (

@@ -104,10 +104,11 @@ MESSAGE = (
     "nothing in this assignment needs it."
 )
 LOOKUP_MESSAGE = (
-    "not counted: {file} looks names up at run time ({uses}), and such code can reach and "
-    "rewrite the checks made inside your code's process, so this part's checks made there "
-    "do not count; your outputs compared with the reference still do. "
-    "Write the names out (nn.ReLU() rather than getattr(nn, name)()) to have them counted."
+    "not counted: {file} looks names up or replaces a library's functions at run time "
+    "({uses}), and such code can reach and rewrite the checks made inside your code's "
+    "process, so this part's checks made there do not count; your outputs compared with the "
+    "reference still do. Write the names out (nn.ReLU() rather than getattr(nn, name)()) and "
+    "leave libraries' functions as they are to have them counted."
 )
 REFUSED = "refused"
 LOOKUP = "lookup"
