@@ -35,9 +35,9 @@ KIT_INSTALL = f'python -m pip install -c constraints.txt -e ".[{LAB_EXTRA}]"'
 KIT_REQUIREMENTS = "requirements.txt"
 
 
-def kit_dependencies(assignment: Assignment, grader_pyproject: Path) -> list[str]:
-    """The grader's dependencies, the assignment's packages, a kernel, the kit's own."""
-    project = _project(grader_pyproject)
+def kit_dependencies(assignment: Assignment, project: dict[str, Any]) -> list[str]:
+    """The grader's dependencies (its pyproject's `project`), the assignment's packages, a
+    kernel, the kit's own."""
     return [
         *project.get("dependencies", []),
         *assignment.environment.packages,
@@ -68,7 +68,7 @@ def kit_pyproject(assignment: Assignment, grader_pyproject: Path, *, readme: boo
         *([f"readme = {_toml('README.md')}"] if readme else []),
         f"requires-python = {_toml(project.get('requires-python', '>=3.10'))}",
         "dependencies = [",
-        *(f"    {_toml(item)}," for item in kit_dependencies(assignment, grader_pyproject)),
+        *(f"    {_toml(item)}," for item in kit_dependencies(assignment, project)),
         "]",
         "",
         "[project.optional-dependencies]",
@@ -92,13 +92,6 @@ def kit_constraints(assignment: Assignment, grader_constraints: Path) -> str:
     pins = [package.pin for package in read_lock(lock).packages]
     heading = f"# {assignment.id}'s [environment] packages, as locked in {LOCK_NAME}."
     return text.rstrip("\n") + "\n" + "\n".join([heading, *pins]) + "\n"
-
-
-def _project(pyproject: Path) -> dict[str, Any]:
-    project: dict[str, Any] = tomllib.loads(pyproject.read_text(encoding="utf-8")).get(
-        "project", {}
-    )
-    return project
 
 
 def _toml(value: str | list[str]) -> str:

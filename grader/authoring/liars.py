@@ -442,15 +442,19 @@ def gate_openers_against_liars(assignment: Assignment, *, device: str = "cpu") -
             )
     for lie in LIES:
         passed, broken, sandbox = _gate_openers_passing(assignment, lie, device, seed)
+        graded_under = where
         if passed and lie.tests_seed_dependence:
             # Another seed's answers can pass by chance (a test whose outputs take few values):
             # what passes is confirmed under a second grading seed before it is reported.
             confirmation = grading_seed()
             again, broken, _ = _gate_openers_passing(assignment, lie, device, confirmation)
-            passed = [test for test in passed if test.name in {t.name for t in again}]
-            where = f"[grading seeds {seed} and {confirmation}, {device}]"
+            passed_again = {test.name for test in again}
+            passed = [test for test in passed if test.name in passed_again]
+            graded_under = f"[grading seeds {seed} and {confirmation}, {device}]"
         if broken:
-            problems.append(f"{where}: the hidden suite could not run against a liar: {broken}")
+            problems.append(
+                f"{graded_under}: the hidden suite could not run against a liar: {broken}"
+            )
             continue
         for test in passed:
             forged = sorted(sandbox.probe_computed.get(test.name, ()))
@@ -458,10 +462,9 @@ def gate_openers_against_liars(assignment: Assignment, *, device: str = "cpu") -
                 f" It reported what the probe computed for {', '.join(forged)}." if forged else ""
             )
             problems.append(
-                f"{where}: part {test.part}: {test.name!r} opens the gate but passed "
+                f"{graded_under}: part {test.part}: {test.name!r} opens the gate but passed "
                 f"against a student side that {lie.description}.{source} {lie.advice}"
             )
-        where = f"[grading seed {seed}, {device}]"
     return LiarFindings(problems, notes)
 
 

@@ -97,14 +97,16 @@ def failing_functions(traceback_text: str, file_name: str) -> list[str]:
     ]
 
 
+def has_device_parameter(code: types.CodeType) -> bool:
+    """Whether the function of `code` has a parameter named device."""
+    return "device" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+
+
 def takes_device_argument(module: types.ModuleType, functions: Sequence[str]) -> bool:
     """Whether one of `functions` of `module` (the reference) has a parameter named device."""
     for name in functions:
         code = getattr(getattr(module, name, None), "__code__", None)
-        if (
-            isinstance(code, types.CodeType)
-            and "device" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-        ):
+        if isinstance(code, types.CodeType) and has_device_parameter(code):
             return True
     return False
 

@@ -30,7 +30,7 @@ import pytest
 from grader.course.manifest import parse_manifest
 from grader.course.part_marker import part_of_item
 from grader.errors import ConfigError
-from grader.grading.hints import Hint, error_hint
+from grader.grading.hints import Hint, error_hint, has_device_parameter
 from grader.grading.suites import display_name
 from grader.student.plugin import MANIFEST, assignment_folder
 
@@ -231,7 +231,7 @@ class PublicReport:
         hint = error_hint(
             message,
             device,
-            part=test_info(item).part,
+            part=part_of_item(item),
             assignment_hints=self.assignment_hints(Path(str(item.path))),
             takes_device=self.student_function_takes_device(excinfo),
         )
@@ -254,10 +254,10 @@ class PublicReport:
             path = Path(str(entry.path))
             if self.student_dir is None or not path.is_absolute():
                 continue
-            if path.resolve().parent == self.student_dir:
-                code = entry.frame.code.raw
-                if "device" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
-                    return True
+            if path.resolve().parent == self.student_dir and has_device_parameter(
+                entry.frame.code.raw
+            ):
+                return True
         return False
 
     def student_location(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
