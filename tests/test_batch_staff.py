@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from grader.batch.discovery import BatchItem
-from grader.batch.gradebook import CANVAS_COLUMNS, CANVAS_POINTS_ROW, canvas_gradebook, points
+from grader.batch.gradebook import CANVAS_COLUMNS, CANVAS_POINTS_ROW, canvas_gradebook
 from grader.batch.metadata import Submitter
 from grader.batch.run import BatchOptions, run_batch
 from grader.batch.stats import summarize
@@ -41,7 +41,7 @@ from grader.grading.causes import (
     report_test_cause,
     student_failure_cause,
 )
-from grader.results.model import PartResult, TestResult
+from grader.results.model import PartResult, TestResult, points
 from grader.results.report import Report, report_from_dict
 from tests.support import COURSE_ROOT, PART_FILES, SOLUTIONS_DIR, run_grader_cli
 

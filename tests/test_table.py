@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from grader.results.model import GradingResult, PartResult, SubmissionInfo, TestResult
-from grader.results.table import points, print_result
+from grader.results.model import GradingResult, PartResult, SubmissionInfo, TestResult, points
+from grader.results.table import print_result
 
 
 def test_a_pass_that_waits_for_its_gate_is_counted_apart_and_shown() -> None:

@@ -16,17 +16,13 @@ from grader.batch.metadata import Submitter
 from grader.course.manifest import Assignment
 from grader.course.policy.apply import PolicyOutcome
 from grader.results.atomic import write_text_atomic
+from grader.results.model import points
 from grader.results.report import Report
 
 log = logging.getLogger(__name__)
 
 
 REGRADE_DIFF_FILE = "regrade-diff.csv"
-
-
-def points(value: float) -> str:
-    """A score for people to read: at most 2 decimals, no trailing zeros."""
-    return f"{round(value, 2):.2f}".rstrip("0").rstrip(".")
 
 
 STATUS_GRADED = "graded"

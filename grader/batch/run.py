@@ -57,7 +57,7 @@ from grader.grading.grade import crashed_result
 from grader.intake.bounded import RememberedOutcomes, remembering
 from grader.intake.safetext import clean_data
 from grader.results.atomic import write_json_atomic
-from grader.results.model import MAX_DETAIL_CHARS, GradingResult
+from grader.results.model import MAX_DETAIL_CHARS, GradingResult, points
 from grader.results.report import Report, report_dict, report_from_dict
 from grader.sandbox.scratch import scratch_folder
 from grader.workers.executors import EXECUTORS, first_line, make_executor, require_ray
@@ -327,7 +327,7 @@ class _Recorder:
         recorded = report.result
         self.progress.console.print(
             Text(
-                f"{item.key}: {recorded.score:g} / {recorded.max_score:g}  {status}  "
+                f"{item.key}: {points(recorded.score)} / {points(recorded.max_score)}  {status}  "
                 f"({recorded.duration_s:.1f} s)",
                 style="red" if status == STATUS_GRADER_ERROR else "",
             )

@@ -13,7 +13,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from grader.batch.gradebook import points
 from grader.batch.pages import (
     STUDENTS_DIR,
     Cell,
@@ -28,7 +27,7 @@ from grader.batch.similarity import SimilarPair, similarity_html
 from grader.batch.stats import FAILED_OUTCOMES, BatchSummary, MistakeCluster, summary_dict
 from grader.grading.causes import CAUSES
 from grader.results.atomic import write_json_atomic, write_text_atomic
-from grader.results.model import LeaderboardEntry, TestResult
+from grader.results.model import LeaderboardEntry, TestResult, points
 from grader.results.report import Report
 
 HISTOGRAM_BINS = 10

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grader.intake.safetext import cap_text, clean_text, fit_texts
-from grader.results.model import GradingResult, PartResult, TestResult
+from grader.results.model import GradingResult, PartResult, TestResult, points
 
 # Gradescope cuts a test's output at 100,000 characters; stay well inside it.
 MAX_TEST_OUTPUT = 20_000
@@ -58,11 +58,11 @@ def _part_line(part: PartResult, tests: Sequence[TestResult]) -> str:
         {SHOWN_WHEN.get(t.visibility, "later") for t in counted if t.visibility != "visible"}
     )
     if not later or part.source == "missing":
-        return f"{part.id}: {part.score:g} / {part.max_score:g}{where}"
+        return f"{part.id}: {points(part.score)} / {points(part.max_score)}{where}"
     shown = [t for t in counted if t.visibility == "visible"]
     so_far = (
-        f"{sum(t.score for t in shown):g} / {sum(t.max_score for t in shown):g} from the tests "
-        "shown now; the rest"
+        f"{points(sum(t.score for t in shown))} / {points(sum(t.max_score for t in shown))} "
+        "from the tests shown now; the rest"
         if shown
         else "its score"
     )

@@ -28,6 +28,15 @@ MAX_LEADERBOARD_VALUE = 1e9
 LeaderboardOrder = Literal["asc", "desc"]
 
 
+def points(value: float) -> str:
+    """Points as people read them: at most two decimals, no trailing zeros (4.29, 1.5, 10).
+
+    A test's weight is often a fraction of its part (30 points over 7 tests); the exact value
+    stays in report.json and results.json. Every table, export and message uses this.
+    """
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
 def waiting_text(waits_for: str) -> str:
     """How a pass that does not count yet reads, in every output (`grade`, `check`)."""
     return f"passed, not counted yet (waits for {waits_for})"

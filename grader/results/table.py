@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.intake.safetext import cap_text
-from grader.results.model import GradingResult
+from grader.results.model import GradingResult, points
 
 OUTCOME_STYLE = {
     "passed": "green",
@@ -26,13 +26,6 @@ OUTCOME_STYLE = {
 MAX_MESSAGE_LINES = 8
 # A line longer than this is shown cut: the report has it whole (within its own cap).
 MAX_LINE_CHARS = 400
-
-
-def points(value: float) -> str:
-    """Points as people read them: at most two decimals, no trailing zeros (4.29, 1.5, 10).
-    A test's weight is often a fraction of its part (30 points over 7 tests); the exact value
-    stays in report.json and results.json."""
-    return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def outcome_label(outcome: str) -> Text:

@@ -28,8 +28,8 @@ from grader.course.manifest import Assignment, available_assignments, choose_ass
 from grader.errors import ConfigError, SubmissionError, UsageError
 from grader.grading.scoring import score_tests
 from grader.intake.submission import PreparedSubmission, prepare_submission
-from grader.results.model import Outcome, TestResult, waiting_text
-from grader.results.table import OUTCOME_STYLE, message_lines, outcome_label, points
+from grader.results.model import Outcome, TestResult, points, waiting_text
+from grader.results.table import OUTCOME_STYLE, message_lines, outcome_label
 from grader.student.run import NOT_IMPLEMENTED, PASSED, SKIPPED, PublicTest, run_public_tests
 
 BEYOND_PUBLIC_TESTS = (
