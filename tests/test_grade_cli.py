@@ -232,6 +232,10 @@ def test_a_gated_pass_is_reported_as_not_counted_yet_in_every_output(
         counted = sum(t["outcome"] == "passed" for t in tests) - held
         assert f"{counted}/{len(tests)} (+{held} not counted yet)" in said
     assert said.count("passed, not counted yet (waits for") == len(waiting)
+    # What each waits for is named once: on its waiting line, not again in its message.
+    for test in waiting:
+        for name in test["waits_for"].split("'")[1::2]:
+            assert f"'{name}'" not in test["message"], test
     # A pass that counts carries no such field: a report reader sees the old shape.
     assert all("waits_for" not in t for t in report["tests"] if t not in waiting)
 

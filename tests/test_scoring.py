@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from grader.course.manifest import load_assignment
-from grader.grading.scoring import GATED_NOTE, WAITS_FOR_ANY_OPENER, score_tests
+from grader.grading.scoring import GATED_ALL_NOTE, GATED_NOTE, WAITS_FOR_ANY_OPENER, score_tests
 from grader.results.model import Outcome, TestResult
 
 ASSIGNMENT = load_assignment("pytorch_basics")
@@ -54,7 +54,10 @@ def test_static_rule_alone_earns_nothing() -> None:
     ]
     parts, scored = score_tests(ASSIGNMENT, tests, sources={}, problems={})
     assert parts[0].score == 0
-    assert "still to pass: 'manual_backprop-test_values-error'" in scored[0].message
+    # What it waits for is named once, beside the message (every output shows both).
+    assert scored[0].waits_for == "'manual_backprop-test_values-error'"
+    assert GATED_ALL_NOTE in scored[0].message
+    assert "manual_backprop-test_values-error" not in scored[0].message
 
 
 def test_a_gated_test_that_names_no_function_waits_for_every_seeded_function() -> None:
@@ -67,7 +70,7 @@ def test_a_gated_test_that_names_no_function_waits_for_every_seeded_function() -
     )
     assert parts[4].id == "dataloader_training"
     assert parts[4].score == pytest.approx(15 * 4 / 13)
-    assert scored[0].score == 0 and "'dataloader_training-test_train-failed'" in scored[0].message
+    assert scored[0].score == 0 and "'dataloader_training-test_train-failed'" in scored[0].waits_for
     # One passing parameter set of each seeded function is enough.
     trained = dataclasses.replace(train, outcome="passed")
     parts, scored = score_tests(
@@ -129,7 +132,7 @@ def test_counts_after_waits_for_the_named_function_not_the_part() -> None:
     parts, scored = score_tests(ASSIGNMENT, [opener, gradients, rule], sources={}, problems={})
     # The loss opens the part, not the rule: 2 of 10 weights.
     assert parts[0].score == pytest.approx(4.0)
-    assert scored[2].score == 0 and "'gradients'" in scored[2].message
+    assert scored[2].score == 0 and scored[2].waits_for == "'gradients'"
     passing = dataclasses.replace(gradients, outcome="passed")
     parts, _ = score_tests(ASSIGNMENT, [opener, passing, rule], sources={}, problems={})
     assert parts[0].score == pytest.approx(20.0)

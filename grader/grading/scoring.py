@@ -14,7 +14,7 @@ GATED_NOTE = (
 )
 GATED_ALL_NOTE = (
     "(This check counts once every test of this part that compares your values with the "
-    "reference's on hidden inputs passes at least once; still to pass: {tests}.)"
+    "reference's on hidden inputs has passed at least once.)"
 )
 # What a gated pass of a part whose code looks names up at run time waits for.
 NEVER_WHILE_LOOKING_UP = (
@@ -24,8 +24,8 @@ NEVER_WHILE_LOOKING_UP = (
 # What a gated pass waits for when no test of its part can open its gate on this grade.
 WAITS_FOR_ANY_OPENER = "a test of this part that compares with the reference on hidden inputs"
 GATED_AFTER_NOTE = (
-    "(This check counts once {which}, which compare your values with the reference's on "
-    "hidden inputs, passes: {tests}.)"
+    "(This check counts once a test it waits for, which compares your values with the "
+    "reference's on hidden inputs, passes.)"
 )
 
 
@@ -145,13 +145,9 @@ def _waits_for(test: TestResult, part_tests: list[TestResult], missing: list[str
 
 
 def _gated_note(test: TestResult, part_tests: list[TestResult], missing: list[str]) -> str:
-    """What must pass before `test` counts, naming the tests where the part has them."""
-    if not test.counts_after:
-        if not missing:
-            return GATED_NOTE
-        return GATED_ALL_NOTE.format(tests="; ".join(f"'{name}'" for name in missing))
-    needed = _needed(test, part_tests)
-    if not needed:
-        return GATED_NOTE
-    which = "this test" if len(needed) == 1 else "one of these tests"
-    return GATED_AFTER_NOTE.format(which=which, tests="; ".join(f"'{name}'" for name in needed))
+    """Why `test` does not count yet. Which tests it waits for is `waits_for`, which every
+    output shows beside the message (`TestResult.outcome_text`), so the note does not
+    name them again."""
+    if test.counts_after:
+        return GATED_AFTER_NOTE if _needed(test, part_tests) else GATED_NOTE
+    return GATED_ALL_NOTE if missing else GATED_NOTE
