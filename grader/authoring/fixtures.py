@@ -33,13 +33,30 @@ FIXTURE_SCRIPT = "make_public_fixtures.py"
 RECORD_TIMEOUT_S = 300
 
 
-def record_in_fresh_interpreter(assignment: Assignment, out: Path) -> None:
-    """Write every part's recorded fixture into `out`, from a fresh interpreter."""
+def run_fresh_interpreter(
+    arguments: list[str], *, cwd: Path, timeout_s: float
+) -> subprocess.CompletedProcess[str]:
+    """`python ARGUMENTS` in a fresh interpreter that records fixtures: no pytest settings of
+    the caller's leak in, no bytecode lands beside the course's files, and this grader is
+    importable. Raises subprocess.TimeoutExpired past `timeout_s`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
-    command = [
-        sys.executable,
+    return subprocess.run(
+        [sys.executable, *arguments],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def record_in_fresh_interpreter(assignment: Assignment, out: Path) -> None:
+    """Write every part's recorded fixture into `out`, from a fresh interpreter."""
+    arguments = [
         "-m",
         "grader.authoring.fixtures",
         str(assignment.directory),
@@ -48,16 +65,7 @@ def record_in_fresh_interpreter(assignment: Assignment, out: Path) -> None:
         *(part.id for part in assignment.parts),
     ]
     try:
-        process = subprocess.run(
-            command,
-            cwd=out.parent,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=RECORD_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        process = run_fresh_interpreter(arguments, cwd=out.parent, timeout_s=RECORD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise ConfigError(
             f"{assignment.id}: recording the public fixtures took over {RECORD_TIMEOUT_S} s"

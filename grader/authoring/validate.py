@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from grader.authoring.fixtures import (
     FIXTURES_FOLDER,
     compare_fixture_folders,
     record_in_fresh_interpreter,
+    run_fresh_interpreter,
 )
 from grader.authoring.kit import KIT_REQUIREMENTS
 from grader.authoring.public import build_command, stub_problems, unmarked_references
@@ -415,17 +415,8 @@ def run_course_script(script: Path, out: Path, *, timeout_s: float) -> None:
     The public fixtures and the walkthrough notebook are made this way, so that what is
     committed is exactly what the script writes.
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    process = subprocess.run(
-        [sys.executable, str(script), "--out", str(out)],
-        cwd=out.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        stdin=subprocess.DEVNULL,
-        check=False,
+    process = run_fresh_interpreter(
+        [str(script), "--out", str(out)], cwd=out.parent, timeout_s=timeout_s
     )
     if process.returncode != 0:
         tail = (process.stderr or process.stdout).strip().splitlines()[-1:]
