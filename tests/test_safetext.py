@@ -53,6 +53,18 @@ def test_clean_text_leaves_nothing_an_encoder_or_a_terminal_chokes_on() -> None:
     assert clean_name("a\nb\tc") == f"a{REPLACEMENT}b{REPLACEMENT}c"
 
 
+def test_a_cut_name_is_one_readable_line() -> None:
+    # The summary shows a failing test's most common message cut with clean_name: the cut
+    # marker must not turn into replacement characters around "[... N characters cut ...]".
+    text = "head " + "x" * 1000 + " tail"
+    name = clean_name(text, 120)
+    assert len(name) <= 120 and "\n" not in name and REPLACEMENT not in name
+    head, rest = name.split(" [... ", 1)
+    count, tail = rest.split(" characters cut ...] ", 1)
+    assert head.startswith("head ") and tail.endswith(" tail")
+    assert len(head) + int(count) + len(tail) == len(text)
+
+
 def test_clean_text_is_bounded_by_its_limit_whatever_the_input() -> None:
     text = clean_text(GIANT, 4096)
     assert len(text) <= 4096 and "characters cut ...]" in text

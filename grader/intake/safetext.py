@@ -29,20 +29,25 @@ KEY_HASH_CHARS = 10
 MAX_DATA_DEPTH = 32
 
 
-def cut_marker(count: int) -> str:
-    return f"\n[... {count} characters cut ...]\n"
+def cut_marker(count: int, *, one_line: bool = False) -> str:
+    marker = f"[... {count} characters cut ...]"
+    return f" {marker} " if one_line else f"\n{marker}\n"
 
 
-def cap_text(text: str, limit: int) -> str:
-    """`text` at most `limit` characters long: its head and tail around a marker."""
+def cap_text(text: str, limit: int, *, one_line: bool = False) -> str:
+    """`text` at most `limit` characters long: its head and tail around a marker.
+
+    `one_line` puts the marker between spaces rather than on a line of its own.
+    """
     if len(text) <= limit:
         return text
     # Room for the marker of the largest count this text could need.
-    room = max(0, limit - len(cut_marker(len(text))))
+    room = max(0, limit - len(cut_marker(len(text), one_line=one_line)))
     head = room * 3 // 4
     tail = room - head
     cut = len(text) - head - tail
-    return text[:head] + cut_marker(cut) + (text[len(text) - tail :] if tail else "")
+    marker = cut_marker(cut, one_line=one_line)
+    return text[:head] + marker + (text[len(text) - tail :] if tail else "")
 
 
 def clean_text(text: str, limit: int) -> str:
@@ -58,8 +63,11 @@ def clean_text(text: str, limit: int) -> str:
 
 
 def clean_name(text: str, limit: int = 300) -> str:
-    """A one-line name for display: `clean_text` without line breaks or tabs."""
-    return _UNSAFE_IN_NAME.sub(REPLACEMENT, cap_text(str(text), limit))
+    """A one-line name for display: `clean_text` without line breaks or tabs.
+
+    Its cut marker stays on the line: a line break there would be replaced like any other.
+    """
+    return _UNSAFE_IN_NAME.sub(REPLACEMENT, cap_text(str(text), limit, one_line=True))
 
 
 def entry_key(name: str) -> str:
