@@ -13,6 +13,7 @@ no secrets. Files are written only in a fresh temporary folder, private to the j
 from __future__ import annotations
 
 import io
+import re
 import tempfile
 from collections import OrderedDict
 from pathlib import Path
@@ -26,6 +27,13 @@ DROPOUT = 0.2
 
 def _type_name(obj) -> str:
     return type(obj).__name__
+
+
+def _first_sentence(exc) -> str:
+    """What failed, from an exception whose message goes on: torch.load's refusal is
+    paragraphs of advice, in terminal bold, that end in loading with weights_only=False."""
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip().splitlines()
+    return (lines[0].split(". ")[0].rstrip(".") if lines else "")[:300]
 
 
 def _t(t):
@@ -195,7 +203,7 @@ def decode_state(part, *, data):
     try:
         state = torch.load(io.BytesIO(data.numpy().tobytes()), weights_only=True)
     except Exception as exc:  # deliberate: report, the test says what was wrong
-        return {"state": None, "error": f"{_type_name(exc)}: {exc}"[:500]}
+        return {"state": None, "error": f"{_type_name(exc)}: {_first_sentence(exc)}"}
     if not isinstance(state, dict) or not all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
     ):
