@@ -94,10 +94,11 @@ def _sibling(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from grader.sandbox import heap, numerics, protocol
+    from grader.sandbox import artifacts, heap, numerics, protocol
     from grader.sandbox.protocol import Config, Job, LimitsConfig
 else:
     protocol = _sibling("protocol")
+    artifacts = _sibling("artifacts")
     heap = _sibling("heap")
     numerics = _sibling("numerics")
 
@@ -893,12 +894,18 @@ def _run_student(
         # loaded under. The probe keeps its own globals. (Not a scan of sys.modules: its
         # iteration touches every module's reference count, 5 ms of copied pages a job.)
         sys.modules.pop("probes", None)
-        module = None
+        judging = not job.get("import_student", True)
+        if judging:
+            # A judge loads what the student's code made: no text in it may run here.
+            artifacts.guard_loaders(torch)
         # From here on the student's code may run (its module's top level): an exit before
         # this line is the set-up's, never the student's.
         os.write(PROGRESS_FD, STARTED)
-        if job.get("import_student", True):
-            module = _load_module(module_name, os.path.join(submission_dir, student_file))
+        module = (
+            None
+            if judging
+            else _load_module(module_name, os.path.join(submission_dir, student_file))
+        )
         os.write(PROGRESS_FD, IMPORTED)
         phase = "run"
         result = probe(module, **kwargs)
