@@ -561,6 +561,8 @@ def test_hostile_case(case: str, hostile_runs: dict[str, Future[Outcome]]) -> No
     assert outcome.secret not in everything + outcome.process.stderr, "a secret leaked"
     for test in report["tests"]:
         assert INTERNAL_PROBLEM not in test["message"], f"{test['name']}: {test.get('detail')}"
+        # A figure is ranked only where the work it measures compared right.
+        assert not (test.get("leaderboard") and test.get("waits_for")), test["name"]
         feedback = test["message"] + test.get("output", "")
         assert len(feedback) <= MAX_FEEDBACK_CHARS, f"{test['name']}: {len(feedback)} chars"
 

@@ -6,7 +6,13 @@ import pytest
 
 from grader.course.manifest import load_assignment
 from grader.grading.scoring import GATED_ALL_NOTE, GATED_NOTE, WAITS_FOR_ANY_OPENER, score_tests
-from grader.results.model import Outcome, TestResult
+from grader.results.model import (
+    GradingResult,
+    LeaderboardEntry,
+    Outcome,
+    SubmissionInfo,
+    TestResult,
+)
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 
@@ -181,3 +187,32 @@ def test_a_gated_pass_in_a_part_no_test_can_open_waits_for_any_opener() -> None:
     )
     assert scored[0].waits_for == WAITS_FOR_ANY_OPENER
     assert scored[0].outcome_text().startswith("passed, not counted yet (waits for a test")
+
+
+def test_a_gated_metric_is_ranked_only_once_its_function_compared_right() -> None:
+    """A held-out accuracy of weights no seeded comparison verified (a head copied in, not
+    trained) neither scores nor reaches the leaderboard; once the training compares right,
+    it does both."""
+    entry = LeaderboardEntry("held-out accuracy", 0.97)
+    training = TestResult(
+        name="losses", part="two_layer_net", outcome="failed", weight=2, function="test_losses"
+    )
+    accuracy = TestResult(
+        name="accuracy",
+        part="two_layer_net",
+        outcome="passed",
+        weight=2,
+        gated=True,
+        counts_after=("test_losses",),
+        function="test_accuracy",
+        leaderboard=(entry,),
+    )
+
+    def result_of(tests: list[TestResult]) -> GradingResult:
+        parts, scored = score_tests(ASSIGNMENT, tests, sources={}, problems={})
+        submission = SubmissionInfo("", ())
+        return GradingResult("pytorch_basics", 0, 100, parts, scored, 7, "cpu", submission, 0)
+
+    assert result_of([training, accuracy]).leaderboard == ()
+    passing = dataclasses.replace(training, outcome="passed")
+    assert result_of([passing, accuracy]).leaderboard == (entry,)

@@ -48,7 +48,8 @@ def score_tests(
     test can check (or its author did not say which): it counts once every test function
     of its part that can open the gate passed ungated at least once, so implementing one
     function of a part never unlocks forged checks of another. A passed metric test earns its
-    `credit`'s share of its points, gated like any other test. (A `cuda_only` test skipped
+    `credit`'s share of its points, gated like any other test, and a gated test's leaderboard
+    entries are kept only where its gate opened. (A `cuda_only` test skipped
     on a CPU grade is not waited for; a test that skipped itself is; a self-reported one,
     marked or not, never is.) In a part of `unverifiable` (part id -> why, for students: its
     code looks names up at run time, which can rewrite checks made in its process) the tests
@@ -72,9 +73,8 @@ def score_tests(
                 continue
             max_score = round(part.points * test.weight / total_weight, 6)
             never = unverifiable.get(part.id, "") if test.judged_in_process else ""
-            earned = test.outcome == "passed" and (
-                not test.gated or (not never and _opened(test, openers, missing))
-            )
+            verified = not test.gated or (not never and _opened(test, openers, missing))
+            earned = test.outcome == "passed" and verified
             message, waits_for = test.message, ""
             if never and test.outcome == "passed" and max_score > 0:
                 message = f"{message}\n({never})".strip()
@@ -89,7 +89,13 @@ def score_tests(
             earned_weight += test.weight * credit
             scored.append(
                 dataclasses.replace(
-                    test, score=score, max_score=max_score, message=message, waits_for=waits_for
+                    test,
+                    score=score,
+                    max_score=max_score,
+                    message=message,
+                    waits_for=waits_for,
+                    # A figure of work no seeded comparison verified is not ranked either.
+                    leaderboard=test.leaderboard if verified else (),
                 )
             )
         parts.append(
