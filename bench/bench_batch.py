@@ -6,11 +6,16 @@ command, sandbox children included), since a shared machine skews only the first
 
 - grade alone: one `python -m grader grade` per submission, for the first --alone of them
   (a Python start, `import torch` and a fork server's start each time);
-- batch, 1 and 2 workers: `python -m grader batch --force` over all of them, divided by the
-  number of submissions; and what one more submission costs once the workers run (a batch
-  of one submission per worker subtracted, which removes the workers' start);
+- batch, 1 and 2 workers: `python -m grader batch --force --no-similarity` over all of them,
+  divided by the number of submissions; and what one more submission costs once the workers
+  run (a batch of two submissions per worker subtracted, which removes the workers' start and
+  the once-per-worker collapse of its memory before its second submission);
 - the floor: the raw compute of the tests, with torch imported once and every hidden probe
   run in one process against the reference and against the submission, no isolation.
+
+Code similarity is left out of the batches: copies of one submission make every pair of the
+class a match to compare and page, a cost no class has; `bench_similarity.py` measures it on
+synthetic classes (about 56 CPU-ms a submission).
 
 Targets: one more submission in a batch <= 1.5x the floor; 2 workers >= 1.7x the
 throughput of 1 (on 2 cores), compared once the workers run (steady state) and all in.
@@ -91,6 +96,7 @@ def run_batch(root: Path, out: Path, workers: int, device: str) -> tuple[Cost, f
     shutil.rmtree(out, ignore_errors=True)
     command = [sys.executable, "-m", "grader", "batch", str(root), "--out", str(out)]
     command += ["--workers", str(workers), "--seed", str(SEED), "--device", device, "--force"]
+    command += ["--no-similarity"]
     cost = timed(command)
     reports = out.glob("reports/*/report.json")
     durations = [float(json.loads(path.read_text())["duration_s"]) for path in reports]
@@ -130,20 +136,21 @@ def main() -> int:
             root = work / "class"
             folders = make_class(root, args.count)
         count = len(folders)
-        if count < 4:
-            raise SystemExit("the benchmark needs at least 4 submissions")
-        # One submission per worker: what starting the workers costs, to subtract.
-        single, pair = work / "single", work / "pair"
-        shutil.copytree(folders[0], single / folders[0].name)
-        for folder in folders[:2]:
-            shutil.copytree(folder, pair / folder.name)
+        if count < 6:
+            raise SystemExit("the benchmark needs at least 6 submissions")
+        # Two submissions per worker: what starting the workers costs, to subtract.
+        start_one, start_two = work / "start-1", work / "start-2"
+        for index, folder in enumerate(folders[:4]):
+            if index < 2:
+                shutil.copytree(folder, start_one / folder.name)
+            shutil.copytree(folder, start_two / folder.name)
         grade_command = [sys.executable, "-m", "grader", "grade", "--seed", str(SEED)]
         grade_command += ["--device", args.device, "--report", str(work / "alone.json")]
         alone = [timed([*grade_command, str(folder)]) for folder in folders[: args.alone]]
         one, one_steady = run_batch(root, work / "out-1", 1, args.device)
         two, _ = run_batch(root, work / "out-2", 2, args.device)
-        startup, _ = run_batch(single, work / "out-single", 1, args.device)
-        startup_two, _ = run_batch(pair, work / "out-pair", 2, args.device)
+        startup, _ = run_batch(start_one, work / "out-start-1", 1, args.device)
+        startup_two, _ = run_batch(start_two, work / "out-start-2", 2, args.device)
         floor_run = subprocess.run(
             [sys.executable, __file__, "--device", args.device, "--floor", *map(str, folders)],
             cwd=ROOT,
@@ -156,8 +163,8 @@ def main() -> int:
     grade = Cost(statistics.fmean(c.wall for c in alone), statistics.fmean(c.cpu for c in alone))
     floor = Cost(statistics.fmean(w for w, _ in floors), statistics.fmean(c for _, c in floors))
     # What one more submission costs a batch: the start of the workers subtracted.
-    marginal = (one - startup).per(count - 1)
-    marginal_two = (two - startup_two).per(count - 2)
+    marginal = (one - startup).per(count - 2)
+    marginal_two = (two - startup_two).per(count - 4)
     rows = [
         ("grade alone (a process each)", grade),
         ("batch, 1 worker (all / submissions)", one.per(count)),

@@ -45,7 +45,7 @@ def run_bench(script: str, *args: str, timeout: float = 300) -> str:
     [
         ("bench_grade.py", ("--repeats", "1"), "ratio grade / floor:"),
         ("bench_check.py", ("--repeats", "1"), "check on a correct kit: median"),
-        ("bench_batch.py", ("--count", "4", "--alone", "1"), "batch one more submission / floor"),
+        ("bench_batch.py", ("--count", "6", "--alone", "1"), "batch one more submission / floor"),
         ("bench_similarity.py", ("--sizes", "8"), "planted copies found"),
     ],
 )
