@@ -36,6 +36,7 @@ from grader.batch.gradebook import (
 )
 from grader.batch.metadata import MAX_METADATA_BYTES, Submitter, read_gradescope_metadata
 from grader.batch.resume import is_up_to_date, plan, report_path, submission_fingerprint
+from grader.batch.run import STOPPED_NOTE
 from grader.batch.stats import summarize
 from grader.batch.summary import summary_html
 from grader.course.manifest import load_assignment
@@ -281,6 +282,21 @@ def test_refuses_a_folder_that_is_one_submission(reference_copy: Path) -> None:
 def test_refuses_a_folder_without_submissions(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no submissions"):
         discover_submissions(tmp_path, ASSIGNMENT)
+
+
+def test_refuses_the_folder_above_an_export_and_skips_earlier_outputs(tmp_path: Path) -> None:
+    # An export beside an earlier --out: passing their parent would grade the whole export
+    # as one student, and the earlier output as another.
+    export = tmp_path / "assignment_9_export"
+    (export / "submission_101").mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text(GRADESCOPE_METADATA)
+    (tmp_path / "grading-out").mkdir()
+    (tmp_path / "grading-out" / "batch.json").write_text("{}")
+    with pytest.raises(UsageError, match=r"is a Gradescope export .* pass .*assignment_9_export"):
+        discover_submissions(tmp_path, ASSIGNMENT)
+    shutil.rmtree(export)
+    (tmp_path / "alice").mkdir()
+    assert [item.key for item in discover_submissions(tmp_path, ASSIGNMENT)] == ["alice"]
 
 
 # -- reports, gradebook and summary (fast) ---------------------------------------------------
@@ -896,6 +912,10 @@ def tricky_batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrickyBat
         for file_name, content in files(part).items():
             (root / name / file_name).write_text(content)
         expected[name.encode()] = only(part)
+    # A folder holding only the kit's zip, as students upload it: graded from the zip.
+    (root / "zipped").mkdir()
+    zip_of(root / "zipped" / "pytorch_basics_submission.zip", files("two_layer_net"))
+    expected[b"zipped"] = only("two_layer_net")
     giant = copy_part_files(SOLUTIONS_DIR, root / "giant-message")
     attack = (GIANT_MESSAGE_ATTACK / "device_benchmark.append.py").read_text()
     with (giant / "device_benchmark.py").open("a") as handle:
@@ -929,6 +949,11 @@ def test_every_tricky_entry_gets_its_own_correct_row(tricky_batch: TrickyBatch) 
         assert {p: float(row[p]) for p in PARTS} == pytest.approx(scores, abs=0.005), name
         report = json.loads(report_file(tricky_batch.out, keys[name]).read_text())
         assert part_scores(report) == pytest.approx(scores, abs=1e-4), name
+    zipped = json.loads(report_file(tricky_batch.out, "zipped").read_text())
+    assert zipped["submission"]["notes"][0] == (
+        "Graded pytorch_basics_submission.zip: the folder holds none of the assignment's "
+        "files itself."
+    )
     summary = json.loads((tricky_batch.out / "summary.json").read_text())
     assert summary["counted"] == len(rows) and summary["grader_errors"] == 0
     assert json.loads((tricky_batch.out / "batch.json").read_text())["seed"] == SEED
@@ -964,6 +989,44 @@ def test_a_rerun_of_the_tricky_batch_regrades_nothing(tricky_batch: TrickyBatch)
         )
     said = " ".join(tricky_batch.rerun.stdout.split())
     assert f"{len(tricky_batch.expected)} already graded" in said
+
+
+@pytest.mark.slow
+def test_a_stopped_batch_leaves_no_summary_of_an_earlier_run(tmp_path: Path) -> None:
+    root, out = tmp_path / "class", tmp_path / "out"
+    root.mkdir()
+    for index in range(4):
+        copy_part_files(SOLUTIONS_DIR, root / f"s{index}")
+    out.mkdir()
+    (out / "summary.json").write_text('{"earlier": true}')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env["PYTHONPATH"] = str(COURSE_ROOT)
+    command = [sys.executable, "-m", "grader", *batch_args(root, out), "--workers", "1"]
+    batch = subprocess.Popen(command, cwd=COURSE_ROOT, env=env, stdin=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: len(reports_in(out)) >= 1, "the first report")
+        batch.send_signal(signal.SIGINT)  # Ctrl-C
+        assert batch.wait(timeout=120) != 0
+    finally:
+        batch.kill()
+        batch.wait()
+    summary = json.loads((out / "summary.json").read_text())
+    assert "earlier" not in summary and summary["counted"] >= 1
+    assert STOPPED_NOTE in (out / "summary.html").read_text()
+    assert len(gradebook(out)) == 4
+
+
+def test_a_class_without_any_of_the_assignments_files_is_flagged(tmp_path: Path) -> None:
+    root = tmp_path / "class"
+    for name in ("alice", "bob"):
+        (root / name).mkdir(parents=True)
+        (root / name / "notes.txt").write_text("the wrong assignment")
+    out = tmp_path / "out"
+    process = run_grader_cli(*batch_args(root, out), "--no-similarity", "-a", "pytorch_basics")
+    assert process.returncode == 0, process.stderr[-3000:]
+    said = " ".join(process.stdout.split())
+    assert "none of the 2 submissions holds any of pytorch_basics's files" in said
+    assert "is -a the right assignment?" in said
 
 
 def test_a_report_stands_only_for_the_entry_it_was_written_for(tmp_path: Path) -> None:
@@ -1068,10 +1131,29 @@ def test_a_moved_key_never_files_one_entrys_report_under_another(
 def test_batch_command_reports_bad_arguments(tmp_path: Path) -> None:
     process = run_grader_cli("batch", tmp_path / "missing")
     assert process.returncode == 2
-    assert "is not a folder" in process.stderr
+    assert "missing does not exist" in process.stderr
+    (tmp_path / "notes.txt").write_text("")
+    process = run_grader_cli("batch", tmp_path / "notes.txt")
+    assert process.returncode == 2
+    assert "notes.txt is not a folder" in process.stderr
     process = run_grader_cli("batch", tmp_path, "--workers", "0")
     assert process.returncode == 2
     assert "--workers must be at least 1" in process.stderr
+
+
+def test_another_assignments_out_folder_is_refused_and_kept(tmp_path: Path) -> None:
+    """A wrong -a, or one class's --out given to another, would replace that class's grades."""
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    out = tmp_path / "out"
+    report = out / "reports" / "alice" / "report.json"
+    report.parent.mkdir(parents=True)
+    report.write_text('{"kept": true}')
+    (out / "batch.json").write_text(json.dumps({"assignment": "pytorch_training", "seed": 1}))
+    process = run_grader_cli("batch", tmp_path / "class", "--out", out, "-a", "pytorch_basics")
+    assert process.returncode == 2, process.stdout + process.stderr
+    said = " ".join(process.stderr.split())
+    assert "holds the grades of 'pytorch_training'" in said and "another --out" in said
+    assert report.read_text() == '{"kept": true}'
 
 
 @pytest.mark.slow

@@ -23,7 +23,8 @@ import pytest
 from grader.authoring.build import build_autograder
 from grader.course.manifest import load_assignment
 from grader.grading.grade import PROVISIONAL_MESSAGE, GradeSettings
-from grader.grading.gradescope_run import pick_upload, read_metadata, run_gradescope
+from grader.grading.gradescope_run import read_metadata, run_gradescope
+from grader.intake.upload import pick_upload
 from grader.results.gradescope import results_dict
 from grader.results.model import GradingResult, PartResult, SubmissionInfo, TestResult
 from tests.support import ASSIGNMENT_DIR, PART_FILES, SOLUTIONS_DIR

@@ -53,6 +53,27 @@ def test_zip_with_top_folder_and_junk_keeps_only_known_files(tmp_path: Path) -> 
     assert prepared.problems == {}
 
 
+def test_a_folder_holding_only_the_kit_zip_is_graded_from_the_zip(tmp_path: Path) -> None:
+    # A class folder's entry, or a grade of a student's folder, as Gradescope grades it.
+    folder = tmp_path / "student"
+    folder.mkdir()
+    archive = make_zip(
+        folder / "pytorch_basics_submission.zip", {"manual_backprop.py": GOOD.encode()}
+    )
+    prepared = prepare_submission(folder, ASSIGNMENT, tmp_path / "clean")
+    assert prepared.sources["manual_backprop"] == "file"
+    assert prepared.notes[0] == (
+        f"Graded {archive.name}: the folder holds none of the assignment's files itself."
+    )
+    zipped = prepare_submission(archive, ASSIGNMENT, tmp_path / "clean-zip")
+    assert prepared.sha256 == zipped.sha256
+    # Loose files win over the archive, which is then left alone.
+    (folder / "autograd_loop.py").write_text(GOOD)
+    loose = prepare_submission(folder, ASSIGNMENT, tmp_path / "clean-loose")
+    assert loose.sources["manual_backprop"] == "missing"
+    assert loose.sources["autograd_loop"] == "file"
+
+
 def test_unsafe_archive_entries_are_refused_and_noted(tmp_path: Path) -> None:
     archive = make_zip(
         tmp_path / "evil.zip",

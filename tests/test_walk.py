@@ -10,10 +10,10 @@ import pytest
 from grader.batch import similarity
 from grader.batch.discovery import BatchItem
 from grader.course.manifest import load_assignment
-from grader.grading.gradescope_run import pick_upload
 from grader.intake import archive
 from grader.intake.archive import MAX_WALK_DEPTH, walk_submission
 from grader.intake.submission import prepare_submission
+from grader.intake.upload import pick_upload
 from tests.deep_folders import make_chain, remove_tree
 
 ASSIGNMENT = load_assignment("pytorch_basics")

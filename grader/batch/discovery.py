@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 
 
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
+# What a batch writes into its --out folder first: a folder holding it is a batch's output.
+STATE_FILE = "batch.json"
 
 
 @dataclass(frozen=True)
@@ -61,8 +63,9 @@ def _export_root(root: Path) -> Path:
 def check_submissions_folder(root: Path) -> None:
     """Refuse a batch folder that is not one, before anything else is asked or started."""
     if not root.is_dir():
+        what = "is not a folder" if root.exists() else "does not exist"
         raise UsageError(
-            f"{root} is not a folder: pass the folder that holds one folder, .zip or notebook "
+            f"{root} {what}: pass the folder that holds one folder, .zip or notebook "
             "per student (or Gradescope's unzipped 'Export Submissions' folder)."
         )
 
@@ -92,6 +95,14 @@ def discover_submissions(
             log.warning("skipping %s: links are not followed", entry)
             continue
         if entry.resolve() in skip:
+            continue
+        if entry.is_dir() and (entry / METADATA_FILE).is_file():
+            raise UsageError(
+                f"{entry} is a Gradescope export ({METADATA_FILE}) inside {root}: pass "
+                f"{entry} itself, whose folders are the students."
+            )
+        if entry.is_dir() and (entry / STATE_FILE).is_file():
+            log.warning("skipping %s: an earlier batch's output (%s)", entry, STATE_FILE)
             continue
         if entry.is_dir() or (entry.is_file() and entry.suffix.lower() in SUBMISSION_SUFFIXES):
             entries.append(entry)

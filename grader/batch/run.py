@@ -8,6 +8,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -22,12 +23,14 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from grader.batch.discovery import BatchItem, discover_submissions
+from grader.batch.discovery import STATE_FILE, BatchItem, discover_submissions
 from grader.batch.fingerprints import MIN_SHARE, SUBMISSION_SECONDS
 from grader.batch.gradebook import (
     CANVAS_FILE,
     REGRADE_DIFF_FILE,
     STATUS_GRADER_ERROR,
+    STATUS_NO_FILES,
+    CanvasGradebook,
     ScoreChange,
     canvas_gradebook,
     gradebook_rows,
@@ -66,8 +69,8 @@ from grader.workers.protocol import SCRATCH_PREFIX, Job, WorkerConfig
 log = logging.getLogger(__name__)
 
 
-STATE_FILE = "batch.json"
 SIMILARITY_FILE = "similarity.json"
+STOPPED_NOTE = "not computed: the batch stopped before it finished; run it again to finish it"
 # The bounded checks that failed on a submission's content (a source too slow to compile,
 # one too slow to tokenise for similarity): kept for the next run, which need not pay again.
 BOUNDED_FAILURES_FILE = ".cache/bounded-failures.json"
@@ -181,7 +184,7 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
         require_ray()  # before anything is read, started or printed
     out_dir = options.out_dir.resolve()
     items = discover_submissions(options.root, assignment, exclude=(out_dir,))
-    state = read_state(out_dir / STATE_FILE)
+    state = _state_of_this_class(out_dir, assignment)
     seed = batch_seed(state, assignment, options.seed)
     stamp = grading_stamp(assignment)
     # Deciding which reports stand reads every graded submission, and so does similarity:
@@ -209,6 +212,7 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
     outcome = BatchOutcome(items=items, skipped=sorted(start.reports), seed=seed)
     hide = tuple(str(p) for p in (options.root.resolve(), out_dir) if _safe_to_hide(p))
     out_dir.mkdir(parents=True, exist_ok=True)
+    finished = False
     try:
         with scratch_folder(SCRATCH_PREFIX) as scratch:
             write_json_atomic(
@@ -230,21 +234,17 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
                 with progress:
                     jobs = [Job(key=item.key, path=str(item.path.resolve())) for item in start.todo]
                     executor.run(jobs, recorder)
+        finished = True
     finally:
         outcome.graded, outcome.failed = recorder.graded, recorder.failed
-        reports = recorder.reports
-        late = late_outcomes(items, reports, assignment)
-        rows = gradebook_rows(items, reports, assignment, late)
-        write_gradebook(options.csv_path, rows, assignment)
-        canvas_path = options.csv_path.with_name(CANVAS_FILE)
-        canvas = canvas_gradebook(items, penalised(reports, late), assignment)
-        write_canvas_gradebook(canvas_path, canvas.rows)
-        if recorder.changes:
-            write_regrade_diff(
-                out_dir / REGRADE_DIFF_FILE,
-                recorder.changes,
-                late if assignment.policy.late is not None else None,
-            )
+        written = _write_gradebooks(options, assignment, items, recorder)
+        if not finished:
+            # Stopped (Ctrl-C, an executor's failure): the summary of an earlier run must not
+            # stand beside this run's gradebook.
+            try:
+                written.write_summary(out_dir, console, (), STOPPED_NOTE)
+            except Exception:
+                log.exception("could not write the summary of the stopped batch")
     if assignment.notebook and start.todo:
         # Staff see what a notebook student saw: the pages of the submissions graded now
         # (a report that stands keeps the page written with it).
@@ -254,27 +254,85 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
     with remembering(remembered):
         pairs, note = _similarity(items, assignment, out_dir, enabled=options.similarity)
     remembered.save(out_dir / BOUNDED_FAILURES_FILE)
-    ordered = sorted(items, key=lambda i: i.key)
-    write_summary(
-        summarize(assignment, items, reports),
-        rows,
-        out_dir,
-        console,
-        students=[(item.key, item.student, reports.get(item.key)) for item in ordered],
-        similarity=pairs,
-        similarity_note=note,
-        gradebook_warnings=canvas.warnings,
-    )
-    for warning in canvas.warnings:
+    written.write_summary(out_dir, console, pairs, note)
+    if items and all(row.get("status") == STATUS_NO_FILES for row in written.rows):
+        console.print(
+            Text.assemble(
+                ("warning:", "bold yellow"),
+                f" none of the {len(items)} submissions holds any of {assignment.id}'s files "
+                f"({', '.join(assignment.files)}): is -a the right assignment?",
+            )
+        )
+    for warning in written.canvas.warnings:
         # Quotes names from the submissions' metadata: plain Text, never markup.
         console.print(Text.assemble(("gradebook warning:", "bold yellow"), f" {warning}"))
     console.print(
         Text(
-            f"gradebook: {options.csv_path} (Canvas import: {canvas_path})\n"
+            f"gradebook: {options.csv_path} (Canvas import: {written.canvas_path})\n"
             f"reports and summary: {out_dir}"
         )
     )
     return outcome
+
+
+def _state_of_this_class(out_dir: Path, assignment: Assignment) -> dict[str, Any]:
+    """The batch.json in --out; refused when it is another assignment's (another class's)."""
+    state = read_state(out_dir / STATE_FILE)
+    if state.get("assignment") not in (None, assignment.id):
+        # Grading here would replace every report of that assignment's class.
+        raise UsageError(
+            f"{out_dir} holds the grades of {state['assignment']!r} ({STATE_FILE}), not of "
+            f"{assignment.id!r}: pass another --out for this class (one --out per class), or "
+            "check -a."
+        )
+    return state
+
+
+@dataclass(frozen=True)
+class _Written:
+    """What the gradebooks were written from, which the summary reads too."""
+
+    assignment: Assignment
+    items: list[BatchItem]
+    reports: dict[str, Report | None]
+    rows: list[dict[str, str]]
+    canvas: CanvasGradebook
+    canvas_path: Path
+
+    def write_summary(
+        self, out_dir: Path, console: Console, pairs: tuple[SimilarPair, ...], note: str
+    ) -> None:
+        ordered = sorted(self.items, key=lambda i: i.key)
+        write_summary(
+            summarize(self.assignment, self.items, self.reports),
+            self.rows,
+            out_dir,
+            console,
+            students=[(item.key, item.student, self.reports.get(item.key)) for item in ordered],
+            similarity=pairs,
+            similarity_note=note,
+            gradebook_warnings=self.canvas.warnings,
+        )
+
+
+def _write_gradebooks(
+    options: BatchOptions, assignment: Assignment, items: list[BatchItem], recorder: _Recorder
+) -> _Written:
+    """The gradebook, the Canvas import and the regrade diff, from the reports there are."""
+    reports = recorder.reports
+    late = late_outcomes(items, reports, assignment)
+    rows = gradebook_rows(items, reports, assignment, late)
+    write_gradebook(options.csv_path, rows, assignment)
+    canvas_path = options.csv_path.with_name(CANVAS_FILE)
+    canvas = canvas_gradebook(items, penalised(reports, late), assignment)
+    write_canvas_gradebook(canvas_path, canvas.rows)
+    if recorder.changes:
+        write_regrade_diff(
+            options.out_dir.resolve() / REGRADE_DIFF_FILE,
+            recorder.changes,
+            late if assignment.policy.late is not None else None,
+        )
+    return _Written(assignment, items, reports, rows, canvas, canvas_path)
 
 
 def _opening_line(options: BatchOptions, found: int, start: Plan, seed: int) -> str:

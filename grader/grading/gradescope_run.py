@@ -26,7 +26,7 @@ from grader.course.policy.results_json import add_policy
 from grader.grading.devices import resolve_device
 from grader.grading.grade import GradeSettings, crashed_result, provisional_result
 from grader.grading.seeds import grading_seed
-from grader.intake.archive import walk_submission
+from grader.intake.upload import pick_upload
 from grader.results.atomic import write_json_atomic
 from grader.results.gradescope import failure_results_dict, results_dict
 from grader.results.model import GradingResult
@@ -71,45 +71,6 @@ class GradescopeRun:
     result: GradingResult | None
     failure: str = ""
     policy: PolicyOutcome | None = None
-
-
-def pick_upload(folder: Path, assignment: Assignment) -> tuple[Path, tuple[str, ...]]:
-    """The path to grade inside Gradescope's submission folder, and notes on how it was chosen.
-
-    Loose files (at any depth) win; otherwise a single .zip, then a single notebook of any
-    name. Links are never followed: the trusted side reads the upload as root.
-    """
-    known = set(assignment.files) | ({assignment.notebook} if assignment.notebook else set())
-    found_known = False
-    bundles: list[Path] = []
-    for path in walk_submission(folder).files:
-        if path.name in known:
-            found_known = True
-        elif path.name.lower().endswith((".zip", ".ipynb")) and not path.is_symlink():
-            bundles.append(path)
-    # Archives before notebooks, shallow before deep, then by name: the same upload always
-    # picks the same file.
-    bundles.sort(
-        key=lambda p: (not p.name.lower().endswith(".zip"), len(p.relative_to(folder).parts), p)
-    )
-    shown = [str(p.relative_to(folder)) for p in bundles]
-    if found_known:
-        notes = (f"Graded the loose files you uploaded; ignored {', '.join(shown)}.",)
-        return folder, notes if bundles else ()
-    if bundles:
-        if len(bundles) == 1:
-            return bundles[0], ()
-        return bundles[0], (
-            f"Your upload holds {len(bundles)} archives or notebooks ({', '.join(shown)}); "
-            f"graded {shown[0]}. Upload just one next time.",
-        )
-    wanted = ", ".join(assignment.files)
-    if assignment.notebook:
-        wanted += f" (or {assignment.notebook})"
-    return folder, (
-        f"None of the assignment's files were found in your upload. Upload {wanted}, "
-        "or one .zip that holds them.",
-    )
 
 
 def load_metadata(path: Path) -> object:

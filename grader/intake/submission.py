@@ -8,6 +8,7 @@ links and zip bombs have nothing to act on.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from grader.intake.source_check import (
     import_closure,
     too_complex,
 )
+from grader.intake.upload import pick_upload
 from grader.notebook.parts import merge_notebook_parts
 
 # Wall-clock bound for reading the notebook in a limited child (grader.intake.bounded): real
@@ -67,6 +69,15 @@ def prepare_submission(path: Path, assignment: Assignment, dest: Path) -> Prepar
     wanted = set(assignment.files)
     if path.is_dir():
         found = from_folder(path, wanted, assignment.notebook)
+        if not (found.sources or found.notebook is not None or found.oversized or found.unreadable):
+            bundle, notes = pick_upload(path, assignment)
+            if bundle != path:  # the folder's one archive or notebook, as Gradescope grades it
+                inner = prepare_submission(bundle, assignment, dest)
+                picked = (
+                    f"Graded {bundle.relative_to(path)}: the folder holds none of the "
+                    "assignment's files itself."
+                )
+                return dataclasses.replace(inner, notes=(picked, *notes, *inner.notes))
     elif path.suffix.lower() == ".zip":
         found = from_zip(path, wanted, assignment.notebook)
     elif path.suffix.lower() == ".ipynb":
