@@ -13,7 +13,10 @@ temporary folder, which the sandbox keeps private to the job.
 
 from __future__ import annotations
 
+import builtins
+import importlib
 import io
+import operator
 import os
 import pickle
 import posix
@@ -375,17 +378,42 @@ def weights_round_trip(part, *, seed, device, dtype, dims, n):
 CODE_RAN_EXIT_STATUS = 86
 
 
-class _EndsTheProcess:
-    """Unpickling this runs code, as a malicious checkpoint would: it ends the process at once.
+class _Call:
+    """Unpickles as `function(*arguments)`, each argument unpickled first (a nested `_Call`
+    is one more call): how a malicious checkpoint runs code."""
+
+    def __init__(self, function, *arguments):
+        self.function, self.arguments = function, arguments
+
+    def __call__(self, *arguments):  # pickle saves only a callable as the function of a call
+        raise TypeError("a _Call only runs when unpickled")
+
+    def __reduce__(self):
+        return (self.function, self.arguments)
+
+
+def _code_that_ends_the_process(seed):
+    """What the untrusted file runs when unpickled: posix._exit, which ends the process.
 
     Nothing after the student's call decides whether the code ran: a flag the probe read
     afterwards could be reset by the code that set it. An exit cannot be undone, and the
-    trusted side sees its status. (posix._exit, the function itself, not the name in `os`
-    that student code could rebind.)
+    trusted side sees its status. The seed spells the call one of many ways (the names
+    built in pieces cut anywhere, looked up through one of several functions), so a loader
+    that refuses only the files it has seen, and loads anything else without weights_only,
+    still runs this one.
     """
+    draw = random.Random(seed)
 
-    def __reduce__(self):
-        return (posix._exit, (CODE_RAN_EXIT_STATUS,))
+    def pieces(text):
+        cut = draw.randint(1, len(text) - 1)
+        return _Call(draw.choice([operator.add, operator.concat]), text[:cut], text[cut:])
+
+    module = _Call(draw.choice([importlib.import_module, builtins.__import__]), pieces("posix"))
+    if draw.random() < 0.5:
+        exit_function = _Call(getattr, module, pieces("_exit"))
+    else:
+        exit_function = _Call(_Call(operator.attrgetter, pieces("_exit")), module)
+    return _Call(exit_function, CODE_RAN_EXIT_STATUS)
 
 
 def load_weights_refuses_code(part, *, seed, device, dtype, dims):
@@ -396,7 +424,7 @@ def load_weights_refuses_code(part, *, seed, device, dtype, dims):
     copy_state = _state
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "untrusted.pt"
-        payload = {**state, "payload": _EndsTheProcess()}
+        payload = {**state, "payload": _code_that_ends_the_process(seed)}
         torch.save(payload, path, pickle_protocol=pickle.HIGHEST_PROTOCOL)
         try:
             part.load_weights(model, path)
