@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.progress import Progress
 
 from grader.batch.discovery import BatchItem, discover_submissions, unique_keys
 from grader.batch.gradebook import (
@@ -36,7 +37,7 @@ from grader.batch.gradebook import (
 )
 from grader.batch.metadata import MAX_METADATA_BYTES, Submitter, read_gradescope_metadata
 from grader.batch.resume import is_up_to_date, plan, report_path, submission_fingerprint
-from grader.batch.run import STOPPED_NOTE
+from grader.batch.run import STOPPED_NOTE, _RateColumn
 from grader.batch.stats import summarize
 from grader.batch.summary import summary_html
 from grader.course.manifest import load_assignment
@@ -1185,3 +1186,20 @@ def test_a_worker_compiles_the_hidden_tests_once_and_writes_nothing_into_solutio
     assert first.score == second.score == 0
     assert len(first.tests) == len(second.tests) > 50
     assert solutions_bytecode() == before
+
+
+def test_the_progress_rate_is_the_mean_since_the_start() -> None:
+    """Not rich's recent speed, which read thousands a minute when two workers finished at once."""
+    clock = [100.0]
+    progress = Progress(_RateColumn(), get_time=lambda: clock[0])
+    task = progress.add_task("grading", total=4)
+    column = _RateColumn()
+    assert str(column.render(progress.tasks[0])) == "-/min"
+    clock[0] += 30.0
+    progress.update(task, advance=1)
+    clock[0] += 0.01
+    progress.update(task, advance=1)  # two finish together
+    assert str(column.render(progress.tasks[0])) == "4.0/min"
+    progress.update(task, advance=2)
+    assert progress.tasks[0].finished
+    assert str(column.render(progress.tasks[0])) == "8.0/min"

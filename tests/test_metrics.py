@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -254,6 +255,13 @@ def test_summary_ranks_students_and_escapes_what_they_control() -> None:
     assert page.index("Ada") < page.index("&lt;script&gt;") < page.index("Cy")
     assert "Bo" not in page
     assert leaderboard_html([("k3", "Bo", None)]) == ""
+    # Equal figures share a rank; the next figure's rank counts the students above it.
+    tied = [
+        (key, key, Report(graded(key, (LeaderboardEntry("acc", value),))))
+        for key, value in (("ta", 0.9), ("tb", 0.9), ("tc", 0.8))
+    ]
+    ranks = re.findall(r"<tr><td class=\"num\">(\d*)</td>", leaderboard_html(tied))
+    assert ranks == ["1", "1", "3"]
 
 
 # -- end to end: a batch's summary page and a Gradescope run of pytorch_training ---------------

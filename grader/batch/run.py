@@ -100,11 +100,14 @@ class BatchOutcome:
 
 
 class _RateColumn(ProgressColumn):
-    """Submissions per minute, from rich's recent-speed estimate."""
+    """Submissions per minute since the batch started: rich's recent-speed estimate reads
+    thousands a minute when two workers finish together, and nothing once the bar is full."""
 
     def render(self, task: Task) -> Text:
-        speed = task.speed
-        return Text(f"{speed * 60:.1f}/min" if speed else "-/min", style="cyan")
+        elapsed = task.finished_time if task.finished else task.elapsed
+        if not task.completed or not elapsed:
+            return Text("-/min", style="cyan")
+        return Text(f"{task.completed / elapsed * 60:.1f}/min", style="cyan")
 
 
 def _safe_to_hide(path: Path) -> bool:

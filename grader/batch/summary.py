@@ -234,9 +234,15 @@ def leaderboard_html(students: Sequence[tuple[str, str, Report | None]]) -> str:
         return (False, -entry.value if descending else entry.value)
 
     rows: list[list[Cell]] = []
-    for rank, (key, name, entries) in enumerate(sorted(boards, key=rank_key), start=1):
+    rank, previous = 0, None
+    for place, board in enumerate(sorted(boards, key=rank_key), start=1):
+        key, name, entries = board
+        # Equal figures share a rank (1, 1, 3); a student without the figure has none.
+        if rank_key(board) != previous:
+            rank, previous = place, rank_key(board)
         values = [f"{entries[c].value:.6g}" if c in entries else "" for c in columns]
-        rows.append([str(rank), Link(name or key, student_href(key)), *values])
+        shown = str(rank) if first in entries else ""
+        rows.append([shown, Link(name or key, student_href(key)), *values])
     direction = "highest" if descending else "lowest"
     return f"<p class=meta>Ranked by {html.escape(first)}, {direction} first.</p>" + html_table(
         ["rank", "student", *columns],
