@@ -19,7 +19,6 @@ import io
 import operator
 import os
 import pickle
-import posix
 import random
 import tempfile
 from collections import OrderedDict
