@@ -9,6 +9,7 @@ missing file, a crash, and a copied pair (renamed variables, reordered functions
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import shutil
@@ -26,7 +27,9 @@ from grader.batch.discovery import BatchItem
 from grader.batch.gradebook import CANVAS_COLUMNS, CANVAS_POINTS_ROW, canvas_gradebook
 from grader.batch.metadata import Submitter
 from grader.batch.run import BatchOptions, run_batch
-from grader.batch.stats import summarize
+from grader.batch.similarity import SimilarPair, similarity_html
+from grader.batch.stats import MistakeCluster, summarize
+from grader.batch.summary import summary_html
 from grader.course.manifest import load_assignment
 from grader.errors import UsageError
 from grader.grading.causes import (
@@ -696,3 +699,19 @@ def test_a_notebook_student_s_page_links_their_notebook_rendered_inert(tmp_path:
     assert "alice.notebook.html" in (out / "students" / "alice.html").read_text()
     assert not (out / "students" / "bob.notebook.html").exists()
     assert "notebook.html" not in (out / "students" / "bob.html").read_text()
+
+
+def test_summary_names_students_beside_their_submission_keys() -> None:
+    """Gradescope's export names folders by submission id: staff read who it is."""
+    names = {"submission_101": "Ada <b>Lovelace</b>", "bob": "bob"}
+    pairs = [SimilarPair("custom_sigmoid", "submission_101", "bob", 0.9, 0.8, page="p.html")]
+    table = similarity_html(pairs, "", names)
+    assert "Ada &lt;b&gt;Lovelace&lt;/b&gt; (submission_101)" in table
+    assert "<td>bob</td>" in table  # a key that is the name already is shown once
+    cluster = MistakeCluster(
+        "manual_backprop", "gradients", "f", ("submission_101", "carol"), "differs", 2
+    )
+    summary = dataclasses.replace(summarize(ASSIGNMENT, [], {}), clusters=(cluster,))
+    page = summary_html(summary, [], names=names)
+    assert ">Ada &lt;b&gt;Lovelace&lt;/b&gt; (submission_101)</a>, <a" in page
+    assert ">carol</a>" in page

@@ -20,7 +20,7 @@ import html
 import logging
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,8 +77,19 @@ def pair_file(pair: SimilarPair, rank: int) -> str:
     return f"{SIMILARITY_DIR}/{rank:03d}-{pair.part}.html"
 
 
-def similarity_html(pairs: Sequence[SimilarPair], note: str) -> str:
-    """The ranked pairs as a table linking each to its side-by-side page."""
+def submission_label(key: str, names: Mapping[str, str]) -> str:
+    """A submission as staff read it: its student's name with its key, or the key alone
+    (HTML-escaped: names come from the submissions' metadata)."""
+    name = names.get(key, "")
+    return html.escape(f"{name} ({key})" if name and name != key else key)
+
+
+def similarity_html(
+    pairs: Sequence[SimilarPair], note: str, names: Mapping[str, str] | None = None
+) -> str:
+    """The ranked pairs as a table linking each to its side-by-side page; `names` gives the
+    student's name for a key (Gradescope's export names folders by submission id)."""
+    names = names or {}
     rows = [pair for pair in pairs if pair.page]
     text = f"<p class=meta>{html.escape(note)}</p>" if note else ""
     if len(rows) < len(pairs):
@@ -91,7 +102,8 @@ def similarity_html(pairs: Sequence[SimilarPair], note: str) -> str:
     body = "".join(
         "<tr>"
         f"<td class=num>{rank}</td><td>{html.escape(pair.part)}</td>"
-        f"<td>{html.escape(pair.first)}</td><td>{html.escape(pair.second)}</td>"
+        f"<td>{submission_label(pair.first, names)}</td>"
+        f"<td>{submission_label(pair.second, names)}</td>"
         f"<td class=num>{pair.first_share * 100:.0f}%</td>"
         f"<td class=num>{pair.second_share * 100:.0f}%</td>"
         f'<td><a href="{html.escape(quote(pair.page, safe="/"))}">side by side</a></td></tr>'

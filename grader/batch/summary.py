@@ -5,7 +5,7 @@ feedback per student."""
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
@@ -23,7 +23,7 @@ from grader.batch.pages import (
     student_file,
     student_href,
 )
-from grader.batch.similarity import SimilarPair, similarity_html
+from grader.batch.similarity import SimilarPair, similarity_html, submission_label
 from grader.batch.stats import FAILED_OUTCOMES, BatchSummary, MistakeCluster, summary_dict
 from grader.grading.causes import CAUSES
 from grader.results.atomic import write_json_atomic, write_text_atomic
@@ -128,9 +128,12 @@ def summary_html(
     similarity_note: str = "",
     gradebook_warnings: Sequence[str] = (),
     leaderboard: str = "",
+    names: Mapping[str, str] | None = None,
 ) -> str:
     """One offline page: inline CSS and SVG, no scripts. `links[i]` is row i's student page;
-    `leaderboard` is `leaderboard_html`'s table (its section is left out when empty)."""
+    `leaderboard` is `leaderboard_html`'s table (its section is left out when empty); `names`
+    gives the student's name for a submission's key."""
+    names = names or {}
     meta = (
         f"{summary.submissions} submissions · {summary.counted} graded · "
         f"{summary.grader_errors} grader errors · {summary.not_graded} not graded"
@@ -176,7 +179,7 @@ def summary_html(
         if summary.failed_tests
         else "<p>No test returned a wrong answer.</p>"
     )
-    clusters = "".join(_cluster_html(c) for c in summary.clusters) or (
+    clusters = "".join(_cluster_html(c, names) for c in summary.clusters) or (
         "<p>No two submissions returned the same wrong values.</p>"
     )
     columns = list(gradebook[0]) if gradebook else []
@@ -202,7 +205,7 @@ def summary_html(
         f"<h2>Same wrong answers</h2>{clusters}"
         f"<h2>Gradebook</h2>{_warnings_html(gradebook_warnings)}{book}"
         + (f"<h2>Leaderboard</h2>{leaderboard}" if leaderboard else "")
-        + f"<h2>Code similarity</h2>{similarity_html(similarity, similarity_note)}"
+        + f"<h2>Code similarity</h2>{similarity_html(similarity, similarity_note, names)}"
     )
     return page_html(f"{summary.assignment}: batch summary", body)
 
@@ -266,10 +269,11 @@ def cluster_sentence(cluster: MistakeCluster) -> str:
     )
 
 
-def _cluster_html(cluster: MistakeCluster) -> str:
+def _cluster_html(cluster: MistakeCluster, names: Mapping[str, str]) -> str:
     shown = cluster.submissions[:CLUSTER_MEMBERS_SHOWN]
     members = ", ".join(
-        f'<a href="{html.escape(student_href(key))}">{html.escape(key)}</a>' for key in shown
+        f'<a href="{html.escape(student_href(key))}">{submission_label(key, names)}</a>'
+        for key in shown
     )
     more = len(cluster.submissions) - len(shown)
     if more:
@@ -403,6 +407,7 @@ def write_summary(
         similarity_note=similarity_note,
         gradebook_warnings=gradebook_warnings,
         leaderboard=leaderboard_html(students),
+        names={key: name for key, name, _ in students},
     )
     write_text_atomic(out_dir / "summary.html", page)
     print_summary(summary, console)
