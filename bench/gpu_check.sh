@@ -6,7 +6,8 @@
 # Each step is bounded and runs whatever the one before it did; everything goes to
 # $OUT/gpu-check.log, and each reference's report.json beside it. Steps, most telling first:
 # the card and its matmul TFLOP/s (fp32 without TF32, TF32, fp16, bf16: device_benchmark's
-# plausibility bounds are checked against these), one sandbox job on CUDA with what a set-up
+# plausibility bounds are checked against these), CUDA in a forked child with each of the
+# sandbox's walls added in turn, one sandbox job on CUDA with what a set-up
 # failure leaves (the zygote's log, the job's stderr), each assignment's reference graded with
 # --device cuda (full marks expected), tests/test_gpu.py (stubs 0, a device-unaware
 # submission's hint, an unsynchronised timing, CUDA errors costing one test, the memory
@@ -58,6 +59,58 @@ if torch.cuda.is_available():
         torch.cuda.synchronize()
         seconds = (time.perf_counter() - started) / repeats
         print(f"matmul {n}: {label}: {2 * n**3 / seconds / 1e12:.1f} TFLOP/s")
+PY
+step 120 "cuda in a child, layer by layer (which wall a job's set-up fails at)" "$PY" - <<'PY'
+# A job initialises CUDA in a process forked from one that imported torch, as the sandbox
+# uid, under Landlock and seccomp. Each layer is added in a fresh interpreter of its own, so
+# the first that fails names the wall: the device files' permissions, the uid, a path
+# Landlock does not grant, a call seccomp refuses.
+import os
+import subprocess
+import sys
+import sysconfig
+
+print(subprocess.run("ls -l /dev/nvidia* 2>&1; id", shell=True, capture_output=True, text=True).stdout)
+CHILD = r"""
+import importlib.util, os, sys, sysconfig
+import torch
+layers = sys.argv[1].split(",")
+pid = os.fork()
+if pid:
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+try:
+    # What the server lets a job read (server.py: CONFINED_SYSTEM_DIRS and state.keep).
+    system = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/usr", "/etc", "/proc", "/sys"]
+    keep = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(torch.__file__))]
+    keep += [sysconfig.get_path(n) for n in ("stdlib", "platstdlib", "purelib", "platlib")]
+    spec = importlib.util.spec_from_file_location("confine", "grader/sandbox/confine.py")
+    confine = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(confine)
+    if "uid" in layers:
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+    if "confine" in layers:
+        print("confine:", confine.confine(read=system + keep, write=["/tmp", "/dev/shm"]))
+    print("device:", torch.cuda.get_device_properties(0).name, flush=True)
+    x = torch.ones(4, device="cuda")
+    print("sum on cuda:", float((x @ x).item()), flush=True)
+except BaseException as error:
+    import traceback
+    traceback.print_exc()
+    os._exit(3)
+os._exit(0)
+"""
+for layers in ("plain", "uid", "confine", "uid,confine"):
+    if "uid" in layers and os.geteuid() != 0:
+        print(f"--- {layers}: skipped (not root)")
+        continue
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, layers], capture_output=True, text=True, timeout=100
+    )
+    print(f"--- {layers}: exit {done.returncode}")
+    print((done.stdout + done.stderr)[-3000:])
 PY
 step 90 "one sandbox job on cuda, with the zygote's log" "$PY" - <<'PY'
 # Where a job's set-up fails, its traceback goes to the zygote's log: grade hides that log
