@@ -151,8 +151,9 @@ def test_case_scores(case: str, training_class: Future[GradedClass]) -> None:
     ]
     assert not wrong, f"{case}: {expectation.description}\n" + "\n".join(wrong)
     for part, phrases in expectation.feedback.items():
+        # What students read: a waiting pass's "waits for" line, then the message.
         messages = "\n".join(
-            test["message"]
+            f"waits for {test.get('waits_for', '')}\n{test['message']}"
             for test in tests
             if test["part"] == part and (test["outcome"] != "passed" or test["score"] == 0)
         )
