@@ -300,6 +300,22 @@ def test_refuses_the_folder_above_an_export_and_skips_earlier_outputs(tmp_path: 
     assert [item.key for item in discover_submissions(tmp_path, ASSIGNMENT)] == ["alice"]
 
 
+def test_a_student_who_uploads_an_export_s_files_is_still_graded(tmp_path: Path) -> None:
+    # Each submission folder holds what its student uploaded: a submission_metadata.yml
+    # there must not stop the whole class's batch, nor a batch.json leave the student out.
+    export = tmp_path / "assignment_9_export"
+    for folder in ("submission_101", "submission_102"):
+        (export / folder).mkdir(parents=True)
+    (export / "submission_metadata.yml").write_text(GRADESCOPE_METADATA)
+    (export / "submission_101" / "submission_metadata.yml").write_text(GRADESCOPE_METADATA)
+    (export / "submission_102" / "batch.json").write_text("{}")
+    items = discover_submissions(export, ASSIGNMENT)
+    assert [(item.key, item.student) for item in items] == [
+        ("submission_101", "Ada Lovelace"),
+        ("submission_102", '=HYPERLINK("http://x"); Grace Hopper'),
+    ]
+
+
 # -- reports, gradebook and summary (fast) ---------------------------------------------------
 
 

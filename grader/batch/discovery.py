@@ -96,12 +96,16 @@ def discover_submissions(
             continue
         if entry.resolve() in skip:
             continue
-        if entry.is_dir() and (entry / METADATA_FILE).is_file():
+        # A folder the export's metadata names is a student's, whatever it holds: its files
+        # are what the student uploaded, so an uploaded submission_metadata.yml or batch.json
+        # neither stops the class's batch nor leaves the student out of it.
+        named = entry.name in exported
+        if not named and entry.is_dir() and (entry / METADATA_FILE).is_file():
             raise UsageError(
                 f"{entry} is a Gradescope export ({METADATA_FILE}) inside {root}: pass "
                 f"{entry} itself, whose folders are the students."
             )
-        if entry.is_dir() and (entry / STATE_FILE).is_file():
+        if not named and entry.is_dir() and (entry / STATE_FILE).is_file():
             log.warning("skipping %s: an earlier batch's output (%s)", entry, STATE_FILE)
             continue
         if entry.is_dir() or (entry.is_file() and entry.suffix.lower() in SUBMISSION_SUFFIXES):
