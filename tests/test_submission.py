@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
 import struct
 import zipfile
@@ -18,6 +19,7 @@ from grader.intake import source_check, submission
 from grader.intake.collect import MAX_SOURCE_BYTES
 from grader.intake.near_miss import near_miss_key
 from grader.intake.submission import prepare_submission
+from tests.support import ASSIGNMENT_DIR
 
 ASSIGNMENT = load_assignment("pytorch_basics")
 GOOD = "def forward_backward(x, y, w1, w2):\n    return x\n"
@@ -72,6 +74,33 @@ def test_a_folder_holding_only_the_kit_zip_is_graded_from_the_zip(tmp_path: Path
     loose = prepare_submission(folder, ASSIGNMENT, tmp_path / "clean-loose")
     assert loose.sources["manual_backprop"] == "missing"
     assert loose.sources["autograd_loop"] == "file"
+
+
+def test_macos_hidden_copies_are_never_graded_for_the_student_s_file(tmp_path: Path) -> None:
+    # A folder copied from a Mac to a shared drive gets a "._" copy (resource fork) of each
+    # file: it sorts before the student's own and holds no zip or notebook.
+    resource_fork = b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        "
+    folder = tmp_path / "student"
+    folder.mkdir()
+    archive = make_zip(folder / "submit.zip", {"manual_backprop.py": GOOD.encode()})
+    (folder / f"._{archive.name}").write_bytes(resource_fork)
+    prepared = prepare_submission(folder, ASSIGNMENT, tmp_path / "clean")
+    assert prepared.sources["manual_backprop"] == "file"
+    assert prepared.notes == (
+        f"Graded {archive.name}: the folder holds none of the assignment's files itself.",
+    )
+    # A renamed notebook is the only notebook, whatever hidden copy lies beside it.
+    archive.unlink()
+    (folder / f"._{archive.name}").unlink()
+    notebook = folder / "lab1_final.ipynb"
+    shutil.copy(ASSIGNMENT_DIR / "walkthrough.ipynb", notebook)
+    (folder / f"._{notebook.name}").write_bytes(resource_fork)
+    from_notebook = prepare_submission(folder, ASSIGNMENT, tmp_path / "clean-notebook")
+    assert "no notebook was graded" not in " ".join(from_notebook.notes)
+    assert any(
+        "Graded lab1_final.ipynb as the assignment's notebook" in note
+        for note in from_notebook.notes
+    ), from_notebook.notes
 
 
 def test_unsafe_archive_entries_are_refused_and_noted(tmp_path: Path) -> None:

@@ -122,7 +122,8 @@ def _take_near_misses(
 
 
 def _is_notebook(name: str, notebook: str | None) -> bool:
-    return notebook is not None and name.endswith(".ipynb")
+    # A hidden notebook (macOS's ._ copy beside a renamed one) would make two to choose from.
+    return notebook is not None and name.endswith(".ipynb") and not name.startswith(".")
 
 
 def _choose_notebook(

@@ -19,7 +19,8 @@ def pick_upload(folder: Path, assignment: Assignment) -> tuple[Path, tuple[str, 
     """The path to grade inside an uploaded folder, and notes on how it was chosen.
 
     Loose files (at any depth) win; otherwise a single .zip, then a single notebook of any
-    name. Links are never followed: the trusted side reads the upload as root.
+    name; hidden files are never picked. Links are never followed: the trusted side reads
+    the upload as root.
     """
     known = set(assignment.files) | ({assignment.notebook} if assignment.notebook else set())
     found_known = False
@@ -27,7 +28,11 @@ def pick_upload(folder: Path, assignment: Assignment) -> tuple[Path, tuple[str, 
     for path in walk_submission(folder).files:
         if path.name in known:
             found_known = True
-        elif path.name.lower().endswith((".zip", ".ipynb")) and not path.is_symlink():
+        elif (
+            path.name.lower().endswith((".zip", ".ipynb"))
+            and not path.name.startswith(".")  # macOS's ._ copies are never the student's
+            and not path.is_symlink()
+        ):
             bundles.append(path)
     # Archives before notebooks, shallow before deep, then by name: the same upload always
     # picks the same file.
