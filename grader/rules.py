@@ -82,6 +82,12 @@ DYNAMIC_ATTRIBUTES = frozenset(
         "__array_interface__",
         "__array_struct__",
         "ctypeslib",
+        # torch.overrides' lists of every torch function, to search by a name built at run
+        # time (`f.__name__ == "mse" + "_loss"`) as getattr would look it up.
+        "get_overridable_functions",
+        "_get_overridable_functions",
+        "get_testing_overrides",
+        "get_ignored_functions",
     }
 )
 # The dunder names among them, which a class body can also set as plain names.
