@@ -314,6 +314,11 @@ def test_a_student_who_uploads_an_export_s_files_is_still_graded(tmp_path: Path)
         ("submission_101", "Ada Lovelace"),
         ("submission_102", '=HYPERLINK("http://x"); Grace Hopper'),
     ]
+    # In a class folder of staff-named folders too: only an export's own name stops a batch.
+    plain = tmp_path / "class"
+    (plain / "alice").mkdir(parents=True)
+    (plain / "alice" / "submission_metadata.yml").write_text(GRADESCOPE_METADATA)
+    assert [item.key for item in discover_submissions(plain, ASSIGNMENT)] == ["alice"]
 
 
 # -- reports, gradebook and summary (fast) ---------------------------------------------------

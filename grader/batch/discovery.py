@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ log = logging.getLogger(__name__)
 SUBMISSION_SUFFIXES = (".zip", ".ipynb")
 # What a batch writes into its --out folder first: a folder holding it is a batch's output.
 STATE_FILE = "batch.json"
+# How Gradescope names the folder its "Export Submissions" zip unpacks to.
+EXPORT_FOLDER = re.compile(r"assignment_\d+_export")
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,11 @@ def _export_root(root: Path) -> Path:
     if (root / METADATA_FILE).is_file():
         return root
     children = [c for c in root.iterdir() if not c.name.startswith(".")]
-    if len(children) == 1 and (children[0] / METADATA_FILE).is_file():
+    if (
+        len(children) == 1
+        and EXPORT_FOLDER.fullmatch(children[0].name)
+        and (children[0] / METADATA_FILE).is_file()
+    ):
         return children[0]
     return root
 
@@ -100,7 +107,11 @@ def discover_submissions(
         # are what the student uploaded, so an uploaded submission_metadata.yml or batch.json
         # neither stops the class's batch nor leaves the student out of it.
         named = entry.name in exported
-        if not named and entry.is_dir() and (entry / METADATA_FILE).is_file():
+        # Only a folder named as Gradescope names an export (no student names their own
+        # folder, in an export or in a class folder) stops the batch: a student's upload of
+        # a submission_metadata.yml must not stop everyone's grading.
+        looks_exported = EXPORT_FOLDER.fullmatch(entry.name) is not None
+        if not named and looks_exported and (entry / METADATA_FILE).is_file():
             raise UsageError(
                 f"{entry} is a Gradescope export ({METADATA_FILE}) inside {root}: pass "
                 f"{entry} itself, whose folders are the students."
