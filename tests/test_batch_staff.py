@@ -15,6 +15,7 @@ import json
 import shutil
 import subprocess
 import sys
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from grader.batch.discovery import BatchItem
 from grader.batch.gradebook import CANVAS_COLUMNS, CANVAS_POINTS_ROW, canvas_gradebook
 from grader.batch.metadata import Submitter
 from grader.batch.run import BatchOptions, run_batch
-from grader.batch.similarity import SimilarPair, similarity_html
+from grader.batch.similarity import SimilarPair, side_by_side_html, similarity_html
 from grader.batch.stats import MistakeCluster, summarize
 from grader.batch.summary import summary_html
 from grader.course.manifest import load_assignment
@@ -708,6 +709,9 @@ def test_summary_names_students_beside_their_submission_keys() -> None:
     table = similarity_html(pairs, "", names)
     assert "Ada &lt;b&gt;Lovelace&lt;/b&gt; (submission_101)" in table
     assert "<td>bob</td>" in table  # a key that is the name already is shown once
+    code = types.SimpleNamespace(raw_code="x = 1")
+    side = side_by_side_html(pairs[0], code, code, ((), ()), ((), ()), names)
+    assert "<h2>Ada &lt;b&gt;Lovelace&lt;/b&gt; (submission_101)</h2>" in side
     cluster = MistakeCluster(
         "manual_backprop", "gradients", "f", ("submission_101", "carol"), "differs", 2
     )

@@ -228,16 +228,21 @@ def _highlighted(text: str, slices: Any) -> str:
 
 
 def side_by_side_html(
-    pair: SimilarPair, one: Any, two: Any, slices_one: Any, slices_two: Any
+    pair: SimilarPair,
+    one: Any,
+    two: Any,
+    slices_one: Any,
+    slices_two: Any,
+    names: Mapping[str, str] | None = None,
 ) -> str:
+    first, second = (submission_label(key, names or {}) for key in (pair.first, pair.second))
     body = (
         "<p><a href='../summary.html'>back to the summary</a></p>"
-        f"<p>Marked: code found in both, beyond the starter file. {html.escape(pair.first)}: "
-        f"{pair.first_share * 100:.0f}% of its code is in {html.escape(pair.second)}; "
-        f"{html.escape(pair.second)}: {pair.second_share * 100:.0f}% is in "
-        f"{html.escape(pair.first)}.</p><div class=side>"
-        f"<div><h2>{html.escape(pair.first)}</h2><pre>{_highlighted(one.raw_code, slices_one)}"
-        f"</pre></div><div><h2>{html.escape(pair.second)}</h2>"
+        f"<p>Marked: code found in both, beyond the starter file. {first}: "
+        f"{pair.first_share * 100:.0f}% of its code is in {second}; "
+        f"{second}: {pair.second_share * 100:.0f}% is in {first}.</p><div class=side>"
+        f"<div><h2>{first}</h2><pre>{_highlighted(one.raw_code, slices_one)}"
+        f"</pre></div><div><h2>{second}</h2>"
         f"<pre>{_highlighted(two.raw_code, slices_two)}</pre></div></div>"
     )
     return page_html(f"{pair.part}: {pair.first} and {pair.second}", body)
@@ -264,12 +269,14 @@ def class_similarity(
     for stale in folder.glob("*.html"):
         stale.unlink()
     shown_in: dict[str, int] = {}
+    names = {item.key: item.student for item in items}
     for rank, (pair, one, two, slices_one, slices_two) in enumerate(found, start=1):
         shown_in[pair.part] = shown_in.get(pair.part, 0) + 1
         if shown_in[pair.part] <= PAIRS_SHOWN_PER_PART:
             shown = replace(pair, page=pair_file(pair, rank))
             write_text_atomic(
-                out_dir / shown.page, side_by_side_html(shown, one, two, slices_one, slices_two)
+                out_dir / shown.page,
+                side_by_side_html(shown, one, two, slices_one, slices_two, names),
             )
             pairs.append(shown)
         else:
