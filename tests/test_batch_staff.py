@@ -607,7 +607,7 @@ def test_no_similarity_skips_it(tmp_path: Path) -> None:
     from grader.batch.run import _similarity
 
     pairs, note = _similarity([], ASSIGNMENT, tmp_path, enabled=False)
-    assert pairs == () and "--no-similarity" in note
+    assert pairs is None and "--no-similarity" in note
     assert not (tmp_path / "similarity").exists()
 
 

@@ -214,6 +214,7 @@ def test_a_submission_too_slow_to_tokenise_is_named_and_the_rest_compared(
     expected = [f"slow/{part.file}" for part in ASSIGNMENT.parts]
     assert written["out_of_time"] == expected
     assert "not tokenised within" in note and "slow/manual_backprop.py" in note
+    assert pairs is not None
     assert [(p.part, p.first, p.second) for p in pairs] == [("manual_backprop", "alice", "bob")]
 
 

@@ -69,11 +69,19 @@ def test_a_folder_holding_only_the_kit_zip_is_graded_from_the_zip(tmp_path: Path
     )
     zipped = prepare_submission(archive, ASSIGNMENT, tmp_path / "clean-zip")
     assert prepared.sha256 == zipped.sha256
-    # Loose files win over the archive, which is then left alone.
+    # Loose files win over the archive, which is then left alone, with a note saying so.
     (folder / "autograd_loop.py").write_text(GOOD)
     loose = prepare_submission(folder, ASSIGNMENT, tmp_path / "clean-loose")
     assert loose.sources["manual_backprop"] == "missing"
     assert loose.sources["autograd_loop"] == "file"
+    assert f"Graded the loose files you uploaded; ignored {archive.name}." in loose.notes, (
+        loose.notes
+    )
+    # A loose file that cannot be taken (a link) keeps the folder graded as it is.
+    (folder / "autograd_loop.py").unlink()
+    (folder / "autograd_loop.py").symlink_to(tmp_path / "elsewhere.py")
+    linked = prepare_submission(folder, ASSIGNMENT, tmp_path / "clean-linked")
+    assert linked.sources["autograd_loop"] == "missing"
 
 
 def test_macos_hidden_copies_are_never_graded_for_the_student_s_file(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ log = logging.getLogger(__name__)
 
 
 SIMILARITY_FILE = "similarity.json"
-STOPPED_NOTE = "not computed: the batch stopped before it finished; run it again to finish it"
+STOPPED_NOTE = "Not computed: the batch stopped before it finished; run it again to finish it."
 # The bounded checks that failed on a submission's content (a source too slow to compile,
 # one too slow to tokenise for similarity): kept for the next run, which need not pay again.
 BOUNDED_FAILURES_FILE = ".cache/bounded-failures.json"
@@ -139,15 +139,16 @@ def _progress(console: Console) -> Progress:
 
 def _similarity(
     items: list[BatchItem], assignment: Assignment, out_dir: Path, *, enabled: bool
-) -> tuple[tuple[SimilarPair, ...], str]:
-    """The class's similar pairs (similarity.json, side-by-side pages) and a line about them."""
+) -> tuple[tuple[SimilarPair, ...] | None, str]:
+    """The class's similar pairs (similarity.json, side-by-side pages; None when not
+    computed) and a line about them."""
     if not enabled:
-        return (), "Not computed (--no-similarity)."
+        return None, "Not computed (--no-similarity)."
     try:
         result = class_similarity(items, assignment, out_dir)
     except Exception as error:  # the grades stand without it
         log.exception("code similarity failed")
-        return (), f"Code similarity could not be computed: {first_line(error)}"
+        return None, f"Code similarity could not be computed: {first_line(error)}"
     write_json_atomic(
         out_dir / SIMILARITY_FILE,
         {
@@ -245,7 +246,7 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
             # Stopped (Ctrl-C, an executor's failure): the summary of an earlier run must not
             # stand beside this run's gradebook.
             try:
-                written.write_summary(out_dir, console, (), STOPPED_NOTE)
+                written.write_summary(out_dir, console, None, STOPPED_NOTE)
             except Exception:
                 log.exception("could not write the summary of the stopped batch")
     if assignment.notebook and start.todo:
@@ -303,7 +304,7 @@ class _Written:
     canvas_path: Path
 
     def write_summary(
-        self, out_dir: Path, console: Console, pairs: tuple[SimilarPair, ...], note: str
+        self, out_dir: Path, console: Console, pairs: tuple[SimilarPair, ...] | None, note: str
     ) -> None:
         ordered = sorted(self.items, key=lambda i: i.key)
         write_summary(

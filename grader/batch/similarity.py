@@ -85,13 +85,16 @@ def submission_label(key: str, names: Mapping[str, str]) -> str:
 
 
 def similarity_html(
-    pairs: Sequence[SimilarPair], note: str, names: Mapping[str, str] | None = None
+    pairs: Sequence[SimilarPair] | None, note: str, names: Mapping[str, str] | None = None
 ) -> str:
-    """The ranked pairs as a table linking each to its side-by-side page; `names` gives the
-    student's name for a key (Gradescope's export names folders by submission id)."""
+    """The ranked pairs as a table linking each to its side-by-side page (None: not computed,
+    which `note` says); `names` gives the student's name for a key (Gradescope's export names
+    folders by submission id)."""
     names = names or {}
-    rows = [pair for pair in pairs if pair.page]
     text = f"<p class=meta>{html.escape(note)}</p>" if note else ""
+    if pairs is None:
+        return text
+    rows = [pair for pair in pairs if pair.page]
     if len(rows) < len(pairs):
         text += (
             f"<p class=meta>The {PAIRS_SHOWN_PER_PART} most similar pairs of each part are "

@@ -124,7 +124,7 @@ def summary_html(
     gradebook: Sequence[dict[str, str]],
     *,
     links: Sequence[str] = (),
-    similarity: Sequence[SimilarPair] = (),
+    similarity: Sequence[SimilarPair] | None = None,
     similarity_note: str = "",
     gradebook_warnings: Sequence[str] = (),
     leaderboard: str = "",
@@ -303,6 +303,7 @@ def student_html(key: str, student: str, report: Report | None, *, notebook: boo
         classes={1: "num", 2: "num", 4: "msg"},
     )
     tests = "".join(_test_html(test) for test in result.tests)
+    notes = "".join(f"<li>{html.escape(note)}</li>" for note in result.submission.notes)
     error = result.grader_error
     link = quote(PurePosixPath(notebook_file(key)).name)
     body = (
@@ -311,6 +312,8 @@ def student_html(key: str, student: str, report: Report | None, *, notebook: boo
         + "</p>"
         f"<p>Score {points(result.score)} of {points(result.max_score)} · seed {result.seed}</p>"
         + (f"<p class=fail>Grader error:</p><pre>{html.escape(error)}</pre>" if error else "")
+        # How the submission was read: which file was graded, what was left out and why.
+        + (f"<h2>Notes on the submission</h2><ul>{notes}</ul>" if notes else "")
         + f"<h2>Parts</h2>{parts_table}<h2>Tests</h2>{tests}"
     )
     return page_html(title, body)
@@ -379,7 +382,7 @@ def write_summary(
     console: Console,
     *,
     students: Sequence[tuple[str, str, Report | None]] = (),
-    similarity: Sequence[SimilarPair] = (),
+    similarity: Sequence[SimilarPair] | None = None,
     similarity_note: str = "",
     gradebook_warnings: Sequence[str] = (),
 ) -> None:

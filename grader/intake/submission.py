@@ -32,7 +32,7 @@ from grader.intake.source_check import (
     import_closure,
     too_complex,
 )
-from grader.intake.upload import pick_upload
+from grader.intake.upload import ignored_beside_loose_files, pick_upload, survey_upload
 from grader.notebook.parts import merge_notebook_parts
 
 # Wall-clock bound for reading the notebook in a limited child (grader.intake.bounded): real
@@ -69,15 +69,20 @@ def prepare_submission(path: Path, assignment: Assignment, dest: Path) -> Prepar
     wanted = set(assignment.files)
     if path.is_dir():
         found = from_folder(path, wanted, assignment.notebook)
-        if not (found.sources or found.notebook is not None or found.oversized or found.unreadable):
+        upload = survey_upload(path, assignment)
+        if found.sources or found.notebook is not None or found.oversized or found.unreadable:
+            # Loose files win over an archive or notebook beside them: say which was left.
+            found.notes.extend(ignored_beside_loose_files(upload))
+        elif upload.bundles and not upload.loose:
+            # The folder's one archive or notebook, as Gradescope grades an upload. (A loose
+            # file from_folder could not take, a link say, keeps the folder graded as it is.)
             bundle, notes = pick_upload(path, assignment)
-            if bundle != path:  # the folder's one archive or notebook, as Gradescope grades it
-                inner = prepare_submission(bundle, assignment, dest)
-                picked = (
-                    f"Graded {bundle.relative_to(path)}: the folder holds none of the "
-                    "assignment's files itself."
-                )
-                return dataclasses.replace(inner, notes=(picked, *notes, *inner.notes))
+            inner = prepare_submission(bundle, assignment, dest)
+            picked = (
+                f"Graded {bundle.relative_to(path)}: the folder holds none of the "
+                "assignment's files itself."
+            )
+            return dataclasses.replace(inner, notes=(picked, *notes, *inner.notes))
     elif path.suffix.lower() == ".zip":
         found = from_zip(path, wanted, assignment.notebook)
     elif path.suffix.lower() == ".ipynb":
