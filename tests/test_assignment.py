@@ -110,6 +110,12 @@ def test_a_submission_holding_one_assignments_files_picks_it(two_assignments: Pa
     with pytest.raises(AssignmentChoiceNeeded):
         choose_assignment(None, submission)
     assert choose_assignment("first", submission) == (load_assignment("first"), "")
+    # A folder holding just the kit's zip is told by the zip's files, as it is graded.
+    zipped = two_assignments / "zipped"
+    zipped.mkdir()
+    with zipfile.ZipFile(zipped / "second_submission.zip", "w") as archive:
+        archive.writestr("q.py", "")
+    assert choose_assignment(None, zipped)[0].id == "second"
 
 
 def test_a_notebook_picks_the_assignment_its_cells_are_marked_for(two_assignments: Path) -> None:

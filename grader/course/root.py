@@ -170,6 +170,18 @@ def guess_from_files(submission: Path, manifests: dict[str, AssignmentFiles]) ->
             for assignment, files in manifests.items()
             if files.part_ids and _marks_parts(heads, files.part_ids)
         ]
+    if not matching and submission.is_dir() and not submission.is_symlink():
+        # A folder holding just the kit's zip, which `grade` and `batch` grade from that zip.
+        zips = [
+            path
+            for path in sorted(submission.iterdir())
+            if path.suffix.lower() == ".zip"
+            and not path.name.startswith(".")
+            and path.is_file()
+            and not path.is_symlink()
+        ]
+        if len(zips) == 1:
+            return guess_from_files(zips[0], manifests)
     return matching[0] if len(matching) == 1 else None
 
 
