@@ -211,6 +211,13 @@ def test_default_import_cell_means_the_py_file(assignment: Assignment) -> None:
     )
     merged = extract(assignment, cell, files=files)
     assert merged.sources == files and merged.origin == {} and merged.notes == []
+    # Handed in without the .py file: the part is missing, and the note says why.
+    alone = extract(assignment, cell, files={})
+    assert alone.sources == {} and alone.notes == [
+        "The notebook's part:manual_backprop cells only import manual_backprop.py, which is "
+        "not in the submission: hand in manual_backprop.py with the notebook, or write the "
+        "part's code in its marked cell."
+    ]
 
 
 def test_notebook_code_wins_and_says_so(assignment: Assignment) -> None:

@@ -255,7 +255,14 @@ def merge_notebook_parts(
         part = known[part_id]
         own = [parsed[index] for index in indexes]
         if _only_imports_own_files(own, own_modules):
-            continue  # the walkthrough's default cell: grade the .py file
+            # The walkthrough's default cell: grade the .py file, if it was handed in.
+            if part.file not in file_sources:
+                notes.append(
+                    f"The notebook's part:{part.id} cells only import {part.file}, which is "
+                    f"not in the submission: hand in {part.file} with the notebook, or write "
+                    "the part's code in its marked cell."
+                )
+            continue
         origin[part.id] = "notebook"
         unusable = [p for p in own if p.cell.unusable or (p.problem and not p.syntax_line)]
         own_file, problem = _imported_file(part, own, file_sources)
