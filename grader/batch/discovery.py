@@ -53,16 +53,19 @@ class BatchItem:
         return "; ".join(s.email for s in self.submitters if s.email)
 
 
+def _is_export(folder: Path) -> bool:
+    """Whether `folder` is an unzipped Gradescope export: named as Gradescope names one (no
+    student names their own folder, in an export or a class folder) and holding its
+    metadata. A student's upload of a submission_metadata.yml is never taken for one."""
+    return EXPORT_FOLDER.fullmatch(folder.name) is not None and (folder / METADATA_FILE).is_file()
+
+
 def _export_root(root: Path) -> Path:
     """Gradescope's export unzips to one `assignment_..._export` folder: look inside it."""
     if (root / METADATA_FILE).is_file():
         return root
     children = [c for c in root.iterdir() if not c.name.startswith(".")]
-    if (
-        len(children) == 1
-        and EXPORT_FOLDER.fullmatch(children[0].name)
-        and (children[0] / METADATA_FILE).is_file()
-    ):
+    if len(children) == 1 and _is_export(children[0]):
         return children[0]
     return root
 
@@ -107,11 +110,7 @@ def discover_submissions(
         # are what the student uploaded, so an uploaded submission_metadata.yml or batch.json
         # neither stops the class's batch nor leaves the student out of it.
         named = entry.name in exported
-        # Only a folder named as Gradescope names an export (no student names their own
-        # folder, in an export or in a class folder) stops the batch: a student's upload of
-        # a submission_metadata.yml must not stop everyone's grading.
-        looks_exported = EXPORT_FOLDER.fullmatch(entry.name) is not None
-        if not named and looks_exported and (entry / METADATA_FILE).is_file():
+        if not named and _is_export(entry):
             raise UsageError(
                 f"{entry} is a Gradescope export ({METADATA_FILE}) inside {root}: pass "
                 f"{entry} itself, whose folders are the students."

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -80,6 +80,17 @@ def html_table(
         "<tr>" + "".join(cell("td", i, c) for i, c in enumerate(row)) + "</tr>" for row in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def submission_name(key: str, name: str) -> str:
+    """A submission as staff read it: its student's name with its key, or the key alone."""
+    return f"{name} ({key})" if name and name != key else key
+
+
+def submission_label(key: str, names: Mapping[str, str]) -> str:
+    """`submission_name` from `names` (key -> student), HTML-escaped: names come from the
+    submissions' metadata."""
+    return html.escape(submission_name(key, names.get(key, "")))
 
 
 def page_html(title: str, body: str) -> str:

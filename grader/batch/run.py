@@ -241,7 +241,7 @@ def run_batch(options: BatchOptions, assignment: Assignment, console: Console) -
         finished = True
     finally:
         outcome.graded, outcome.failed = recorder.graded, recorder.failed
-        written = _write_gradebooks(options, assignment, items, recorder)
+        written = _write_gradebooks(options, out_dir, assignment, items, recorder)
         if not finished:
             # Stopped (Ctrl-C, an executor's failure): the summary of an earlier run must not
             # stand beside this run's gradebook.
@@ -320,7 +320,11 @@ class _Written:
 
 
 def _write_gradebooks(
-    options: BatchOptions, assignment: Assignment, items: list[BatchItem], recorder: _Recorder
+    options: BatchOptions,
+    out_dir: Path,
+    assignment: Assignment,
+    items: list[BatchItem],
+    recorder: _Recorder,
 ) -> _Written:
     """The gradebook, the Canvas import and the regrade diff, from the reports there are."""
     reports = recorder.reports
@@ -332,7 +336,7 @@ def _write_gradebooks(
     write_canvas_gradebook(canvas_path, canvas.rows)
     if recorder.changes:
         write_regrade_diff(
-            options.out_dir.resolve() / REGRADE_DIFF_FILE,
+            out_dir / REGRADE_DIFF_FILE,
             recorder.changes,
             late if assignment.policy.late is not None else None,
         )

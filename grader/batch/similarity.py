@@ -36,7 +36,7 @@ from grader.batch.fingerprints import (
     source_digest,
     tokenise_sources,
 )
-from grader.batch.pages import page_html
+from grader.batch.pages import page_html, submission_label
 from grader.course.manifest import Assignment
 from grader.intake.submission import prepare_submission
 from grader.results.atomic import write_text_atomic
@@ -75,13 +75,6 @@ class SimilarPair:
 
 def pair_file(pair: SimilarPair, rank: int) -> str:
     return f"{SIMILARITY_DIR}/{rank:03d}-{pair.part}.html"
-
-
-def submission_label(key: str, names: Mapping[str, str]) -> str:
-    """A submission as staff read it: its student's name with its key, or the key alone
-    (HTML-escaped: names come from the submissions' metadata)."""
-    name = names.get(key, "")
-    return html.escape(f"{name} ({key})" if name and name != key else key)
 
 
 def similarity_html(

@@ -22,8 +22,10 @@ from grader.batch.pages import (
     page_html,
     student_file,
     student_href,
+    submission_label,
+    submission_name,
 )
-from grader.batch.similarity import SimilarPair, similarity_html, submission_label
+from grader.batch.similarity import SimilarPair, similarity_html
 from grader.batch.stats import FAILED_OUTCOMES, BatchSummary, MistakeCluster, summary_dict
 from grader.grading.causes import CAUSES
 from grader.results.atomic import write_json_atomic, write_text_atomic
@@ -288,7 +290,7 @@ def _percent(rate: float) -> str:
 def student_html(key: str, student: str, report: Report | None, *, notebook: bool = False) -> str:
     """A staff page with one submission's full feedback: every test, its message and output,
     and a link to the submitted notebook's page where `notebook` (`notebook_file`)."""
-    title = f"{student} ({key})" if student != key else key
+    title = submission_name(key, student)
     if report is None:
         return page_html(
             title, "<p>Not graded yet.</p><p><a href='../summary.html'>summary</a></p>"

@@ -32,7 +32,7 @@ from grader.intake.source_check import (
     import_closure,
     too_complex,
 )
-from grader.intake.upload import ignored_beside_loose_files, pick_upload, survey_upload
+from grader.intake.upload import choose_from, ignored_beside_loose_files, survey_upload
 from grader.notebook.parts import merge_notebook_parts
 
 # Wall-clock bound for reading the notebook in a limited child (grader.intake.bounded): real
@@ -76,7 +76,7 @@ def prepare_submission(path: Path, assignment: Assignment, dest: Path) -> Prepar
         elif upload.bundles and not upload.loose:
             # The folder's one archive or notebook, as Gradescope grades an upload. (A loose
             # file from_folder could not take, a link say, keeps the folder graded as it is.)
-            bundle, notes = pick_upload(path, assignment)
+            bundle, notes = choose_from(upload, assignment)
             inner = prepare_submission(bundle, assignment, dest)
             picked = (
                 f"Graded {bundle.relative_to(path)}: the folder holds none of the "

@@ -60,14 +60,15 @@ def ignored_beside_loose_files(upload: Upload) -> tuple[str, ...]:
 
 
 def pick_upload(folder: Path, assignment: Assignment) -> tuple[Path, tuple[str, ...]]:
-    """The path to grade inside an uploaded folder, and notes on how it was chosen.
+    """The path to grade inside an uploaded folder, and notes on how it was chosen."""
+    return choose_from(survey_upload(folder, assignment), assignment)
 
-    Loose files (at any depth) win; otherwise a single .zip, then a single notebook of any
-    name (`survey_upload`).
-    """
-    upload = survey_upload(folder, assignment)
+
+def choose_from(upload: Upload, assignment: Assignment) -> tuple[Path, tuple[str, ...]]:
+    """What to grade of a surveyed upload, and notes on how it was chosen: loose files (at
+    any depth) win; otherwise a single .zip, then a single notebook of any name."""
     if upload.loose:
-        return folder, ignored_beside_loose_files(upload)
+        return upload.folder, ignored_beside_loose_files(upload)
     if upload.bundles:
         shown = upload.shown()
         if len(shown) == 1:
@@ -79,7 +80,7 @@ def pick_upload(folder: Path, assignment: Assignment) -> tuple[Path, tuple[str, 
     wanted = ", ".join(assignment.files)
     if assignment.notebook:
         wanted += f" (or {assignment.notebook})"
-    return folder, (
+    return upload.folder, (
         f"None of the assignment's files were found in your upload. Upload {wanted}, "
         "or one .zip that holds them.",
     )
